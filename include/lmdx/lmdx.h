@@ -1,0 +1,89 @@
+/* LMDX: distributed shared memory for C and C++. The C API.
+ *
+ * A job is N node processes of one executable, started by `lmdx run -n N prog` on one machine or
+ * by a cluster launcher. Two styles:
+ *   - threads style: lmdx_init() returns on rank 0 only, which runs the program; every other rank
+ *     serves the job until rank 0's main returns, then exits with rank 0's status.
+ *   - SPMD style: lmdx_init_spmd() returns on every rank; lmdx_finalize() is collective.
+ *
+ * Errors: by default a misuse or failure ends the job with one message naming the call, the rank
+ * and the reason. After lmdx_set_error_mode(LMDX_ERRORS_RETURN), calls return a negative
+ * lmdx_error code instead and lmdx_strerror() gives its text.
+ */
+#ifndef LMDX_LMDX_H_
+#define LMDX_LMDX_H_
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Error codes: every call that can fail returns 0 (or a non-negative result) or one of these. */
+typedef enum lmdx_error {
+  LMDX_OK = 0,
+  LMDX_ERR_NOT_INITIALIZED = -1, /* called before lmdx_init or after lmdx_finalize */
+  LMDX_ERR_ALREADY_INITIALIZED = -2,
+  LMDX_ERR_INVALID_ARGUMENT = -3, /* a null pointer, a bad rank, a bad size */
+  LMDX_ERR_TRUNCATED = -4,        /* a received message is longer than the buffer given */
+  LMDX_ERR_PEER_LOST = -5,        /* a node of the job vanished */
+  LMDX_ERR_BOOTSTRAP = -6,        /* the node could not learn its rank or join the job */
+  LMDX_ERR_NETWORK = -7,          /* a transport failed */
+  LMDX_ERR_SHUTDOWN = -8,         /* the job is ending */
+  LMDX_ERR_INTERNAL = -9
+} lmdx_error;
+
+typedef enum lmdx_error_mode {
+  LMDX_ERRORS_ARE_FATAL = 0, /* the default: print one clear line and end the job */
+  LMDX_ERRORS_RETURN = 1     /* return the negative code; lmdx_last_error_message() says more */
+} lmdx_error_mode;
+
+/* Threads style: returns on rank 0 only; other ranks serve the job, then exit with rank 0's
+ * status. Removes LMDX's own options from argc/argv. */
+int lmdx_init(int *argc, char ***argv);
+
+/* SPMD style: returns on every rank. */
+int lmdx_init_spmd(int *argc, char ***argv);
+
+/* SPMD style: collective; every rank calls it, and it returns once every rank has. In threads
+ * style it is called for you when rank 0's main returns, and calling it there ends the job. */
+int lmdx_finalize(void);
+
+int lmdx_rank(void);
+int lmdx_size(void);
+
+void lmdx_set_error_mode(lmdx_error_mode mode);
+lmdx_error_mode lmdx_get_error_mode(void);
+const char *lmdx_strerror(int code);
+/* The full text of the last error returned to this thread (empty when there is none). */
+const char *lmdx_last_error_message(void);
+
+/* Raw messages. */
+#define LMDX_ANY_SOURCE (-1)
+
+typedef struct lmdx_status {
+  int source;    /* the rank that sent the message */
+  size_t length; /* its length in bytes */
+} lmdx_status;
+
+/* Sends len bytes to rank dest (which may be this rank). Returns when buf may be reused.
+ * Messages between one pair of ranks arrive in the order they were sent. */
+int lmdx_send(int dest, const void *buf, size_t len);
+
+/* Receives the next message from src (or from any rank with LMDX_ANY_SOURCE) into buf.
+ * A message longer than cap is an error (LMDX_ERR_TRUNCATED); it is not delivered in part. With
+ * LMDX_ERRORS_RETURN the message stays queued, so a second call with a larger buffer gets it.
+ * status may be NULL. */
+int lmdx_recv(int src, void *buf, size_t cap, lmdx_status *status);
+
+/* Like lmdx_recv, but returns LMDX_OK when a message was received, 1 when none was waiting. */
+int lmdx_try_recv(int src, void *buf, size_t cap, lmdx_status *status);
+
+/* Ends the whole job now with the given status and message (printed by this rank). */
+void lmdx_abort(int status, const char *message);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LMDX_LMDX_H_ */

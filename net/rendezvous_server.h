@@ -1,0 +1,31 @@
+#ifndef LMDX_NET_RENDEZVOUS_SERVER_H_
+#define LMDX_NET_RENDEZVOUS_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include "net/job_secret.h"
+
+namespace lmdx::net {
+
+// Where the nodes of a job meet. Each node connects, proves it knows the job secret, and says
+// its rank and the addresses it listens on; once all have joined, each gets the whole table. The
+// local launcher hosts it; a cluster job can host it on rank 0.
+//
+// The connection of each node stays open for the life of the job: a node whose rendezvous
+// connection closes knows its launcher is gone and ends itself.
+class RendezvousServer {
+ public:
+  // Listens on bind_host, an ephemeral port, and serves from a thread of its own until destroyed.
+  // Throws lmdx::Error when it cannot listen.
+  static std::unique_ptr<RendezvousServer> Start(const JobSecret& secret, int job_size,
+                                                 const std::string& bind_host = "127.0.0.1");
+  virtual ~RendezvousServer() = default;
+
+  // "host:port", the value of LMDX_RENDEZVOUS for the nodes.
+  virtual std::string address() const = 0;
+};
+
+}  // namespace lmdx::net
+
+#endif  // LMDX_NET_RENDEZVOUS_SERVER_H_
