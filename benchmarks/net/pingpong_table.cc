@@ -1,0 +1,125 @@
+#include "benchmarks/net/pingpong_table.h"
+
+#include <cstdio>
+#include <map>
+#include <ostream>
+
+namespace lmdx::bench {
+namespace {
+
+struct Row {
+  const PingPongResult* lmdx = nullptr;
+  const PingPongResult* mpi = nullptr;
+};
+
+// Every size either run measured, in increasing order; a size one run lacks shows as "-".
+std::map<std::uint64_t, Row> rows_of(const PingPongComparison& c) {
+  std::map<std::uint64_t, Row> rows;
+  if (c.lmdx) {
+    for (const auto& r : *c.lmdx) rows[r.size_bytes].lmdx = &r;
+  }
+  if (c.mpi) {
+    for (const auto& r : *c.mpi) rows[r.size_bytes].mpi = &r;
+  }
+  return rows;
+}
+
+std::string fixed(double value, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, value);
+  return buf;
+}
+
+// Latency and bandwidth span six orders of magnitude: keep about four significant digits.
+std::string latency_text(double us) { return fixed(us, us < 10 ? 2 : us < 1000 ? 1 : 0); }
+std::string bandwidth_text(double mbps) { return fixed(mbps, mbps < 10 ? 2 : mbps < 100 ? 1 : 0); }
+
+std::optional<double> ratio(double a, double b) {
+  if (b <= 0) return std::nullopt;
+  return a / b;
+}
+
+}  // namespace
+
+std::string human_size(std::uint64_t bytes) {
+  constexpr std::uint64_t KiB = 1024;
+  constexpr std::uint64_t MiB = KiB * KiB;
+  if (bytes >= MiB && bytes % MiB == 0) return std::to_string(bytes / MiB) + " MiB";
+  if (bytes >= KiB && bytes % KiB == 0) return std::to_string(bytes / KiB) + " KiB";
+  return std::to_string(bytes) + " B";
+}
+
+void print_table(const PingPongComparison& c, std::ostream& out) {
+  const bool both = c.lmdx && c.mpi;
+  char line[256];
+  std::snprintf(line, sizeof line, "%10s", "size");
+  out << line;
+  if (c.lmdx) {
+    std::snprintf(line, sizeof line, " %14s %12s", "LMDX lat (us)", "LMDX MB/s");
+    out << line;
+  }
+  if (c.mpi) {
+    std::snprintf(line, sizeof line, " %14s %12s", "MPI lat (us)", "MPI MB/s");
+    out << line;
+  }
+  if (both) {
+    std::snprintf(line, sizeof line, " %10s %10s", "lat ratio", "bw ratio");
+    out << line;
+  }
+  out << '\n';
+
+  for (const auto& [size, row] : rows_of(c)) {
+    std::snprintf(line, sizeof line, "%10s", human_size(size).c_str());
+    out << line;
+    auto columns = [&](const PingPongResult* r) {
+      std::snprintf(line, sizeof line, " %14s %12s", r ? latency_text(r->latency_us).c_str() : "-",
+                    r ? bandwidth_text(r->bandwidth_mbps).c_str() : "-");
+      out << line;
+    };
+    if (c.lmdx) columns(row.lmdx);
+    if (c.mpi) columns(row.mpi);
+    if (both) {
+      std::optional<double> lat, bw;
+      if (row.lmdx && row.mpi) {
+        lat = ratio(row.lmdx->latency_us, row.mpi->latency_us);
+        bw = ratio(row.lmdx->bandwidth_mbps, row.mpi->bandwidth_mbps);
+      }
+      std::snprintf(line, sizeof line, " %10s %10s", lat ? (fixed(*lat, 2) + "x").c_str() : "-",
+                    bw ? (fixed(*bw, 2) + "x").c_str() : "-");
+      out << line;
+    }
+    out << '\n';
+  }
+}
+
+void write_csv(const PingPongComparison& c, std::ostream& out) {
+  const bool both = c.lmdx && c.mpi;
+  out << "size_bytes";
+  if (c.lmdx) out << ",lmdx_latency_us,lmdx_bandwidth_MBps";
+  if (c.mpi) out << ",mpi_latency_us,mpi_bandwidth_MBps";
+  if (both) out << ",latency_ratio_lmdx_over_mpi,bandwidth_ratio_lmdx_over_mpi";
+  out << '\n';
+  for (const auto& [size, row] : rows_of(c)) {
+    out << size;
+    auto columns = [&](const PingPongResult* r) {
+      if (r) {
+        out << ',' << fixed(r->latency_us, 3) << ',' << fixed(r->bandwidth_mbps, 2);
+      } else {
+        out << ",,";
+      }
+    };
+    if (c.lmdx) columns(row.lmdx);
+    if (c.mpi) columns(row.mpi);
+    if (both) {
+      std::optional<double> lat, bw;
+      if (row.lmdx && row.mpi) {
+        lat = ratio(row.lmdx->latency_us, row.mpi->latency_us);
+        bw = ratio(row.lmdx->bandwidth_mbps, row.mpi->bandwidth_mbps);
+      }
+      out << ',' << (lat ? fixed(*lat, 4) : "") << ',' << (bw ? fixed(*bw, 4) : "");
+    }
+    out << '\n';
+  }
+}
+
+}  // namespace lmdx::bench
