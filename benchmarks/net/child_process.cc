@@ -123,7 +123,11 @@ std::string find_on_path(const std::string& name) {
     if (dir.empty()) dir = ".";
     const std::string candidate = dir + "/" + name;
     if (access(candidate.c_str(), X_OK) == 0 && !std::filesystem::is_directory(candidate)) {
-      return candidate;
+      // The folder made canonical, the name kept: OpenMPI's mpirun derives its install prefix
+      // from the folder it was started from and refuses /bin (a symlink to /usr/bin here).
+      std::error_code ec;
+      const auto real_dir = std::filesystem::weakly_canonical(dir, ec);
+      return ec ? candidate : (real_dir / name).string();
     }
   }
   return "";

@@ -221,7 +221,7 @@ double median(std::vector<double> values) {
 
 std::string format_result_line(const PingPongResult& result) {
   char line[96];
-  std::snprintf(line, sizeof line, "%llu,%.3f,%.2f",
+  std::snprintf(line, sizeof line, "%llu,%.3f,%.3f",
                 static_cast<unsigned long long>(result.size_bytes), result.latency_us,
                 result.bandwidth_mbps);
   return line;

@@ -170,8 +170,8 @@ TEST(PingPongTable, RatiosAndMissingColumns) {
   EXPECT_EQ(csv.str(),
             "size_bytes,lmdx_latency_us,lmdx_bandwidth_MBps,mpi_latency_us,mpi_bandwidth_MBps,"
             "latency_ratio_lmdx_over_mpi,bandwidth_ratio_lmdx_over_mpi\n"
-            "8,13.000,0.62,10.000,0.80,1.3000,0.7692\n"
-            "64,20.000,3.20,,,,\n");
+            "8,13.000,0.615,10.000,0.800,1.3000,0.7692\n"
+            "64,20.000,3.200,,,,\n");
   c.mpi.reset();
   std::ostringstream table;
   print_table(c, table);

@@ -82,7 +82,9 @@ void print_table(const PingPongComparison& c, std::ostream& out) {
       std::optional<double> lat, bw;
       if (row.lmdx && row.mpi) {
         lat = ratio(row.lmdx->latency_us, row.mpi->latency_us);
-        bw = ratio(row.lmdx->bandwidth_mbps, row.mpi->bandwidth_mbps);
+        // Same size on both sides, so this equals the bandwidth ratio without the rounding of
+        // tiny bandwidths in the printed lines.
+        bw = ratio(row.mpi->latency_us, row.lmdx->latency_us);
       }
       std::snprintf(line, sizeof line, " %10s %10s", lat ? (fixed(*lat, 2) + "x").c_str() : "-",
                     bw ? (fixed(*bw, 2) + "x").c_str() : "-");
@@ -103,7 +105,7 @@ void write_csv(const PingPongComparison& c, std::ostream& out) {
     out << size;
     auto columns = [&](const PingPongResult* r) {
       if (r) {
-        out << ',' << fixed(r->latency_us, 3) << ',' << fixed(r->bandwidth_mbps, 2);
+        out << ',' << fixed(r->latency_us, 3) << ',' << fixed(r->bandwidth_mbps, 3);
       } else {
         out << ",,";
       }
@@ -114,7 +116,9 @@ void write_csv(const PingPongComparison& c, std::ostream& out) {
       std::optional<double> lat, bw;
       if (row.lmdx && row.mpi) {
         lat = ratio(row.lmdx->latency_us, row.mpi->latency_us);
-        bw = ratio(row.lmdx->bandwidth_mbps, row.mpi->bandwidth_mbps);
+        // Same size on both sides, so this equals the bandwidth ratio without the rounding of
+        // tiny bandwidths in the printed lines.
+        bw = ratio(row.mpi->latency_us, row.lmdx->latency_us);
       }
       out << ',' << (lat ? fixed(*lat, 4) : "") << ',' << (bw ? fixed(*bw, 4) : "");
     }
