@@ -1,0 +1,37 @@
+#ifndef LMDX_NET_INTERNAL_SOCKET_H_
+#define LMDX_NET_INTERNAL_SOCKET_H_
+
+#include <netinet/in.h>
+
+#include <string>
+
+#include "base/fd.h"
+
+namespace lmdx::net::internal {
+
+// "host:port" to an IPv4 address; throws lmdx::Error naming the text when it does not parse or
+// the host does not resolve.
+sockaddr_in ParseHostPort(const std::string& text);
+std::string FormatAddress(const sockaddr_in& address);
+
+// A non-blocking listening socket on host, port 0 (the kernel picks one).
+Fd ListenTcp(const std::string& host);
+sockaddr_in LocalAddress(int fd);
+
+// Starts a non-blocking connect; the socket becomes writable when it completes.
+Fd ConnectTcpNonBlocking(const sockaddr_in& address);
+// A blocking connect with a deadline; throws lmdx::Error on failure.
+Fd ConnectTcpBlocking(const sockaddr_in& address, int timeout_ms);
+
+void SetNoDelay(int fd);
+void SetNonBlocking(int fd, bool non_blocking);
+
+// Writes all of data to a blocking socket; throws on failure.
+void WriteAll(int fd, const void* data, std::size_t size);
+// Reads exactly size bytes; false on end of stream; throws on failure or after timeout_ms
+// (-1: no timeout) without progress.
+bool ReadExactly(int fd, void* data, std::size_t size, int timeout_ms);
+
+}  // namespace lmdx::net::internal
+
+#endif  // LMDX_NET_INTERNAL_SOCKET_H_

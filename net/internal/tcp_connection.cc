@@ -1,0 +1,392 @@
+#include "net/internal/tcp_connection.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <new>
+
+#include "base/error.h"
+#include "base/log.h"
+
+namespace lmdx::net::internal {
+namespace {
+
+constexpr std::size_t kReadBufferSize = 64 * 1024;
+// Payload bytes still to come beyond this go straight from the socket to their destination.
+constexpr std::size_t kDirectReadThreshold = 16 * 1024;
+// One readable event reads at most this much, so one busy peer cannot starve the others.
+constexpr std::size_t kReadBudget = 32u << 20;
+constexpr int kMaxIovecs = 48;
+constexpr int kHandshakeDeadlineMs = 5000;
+constexpr std::uint32_t kReadEvents = EPOLLIN | EPOLLRDHUP;
+
+}  // namespace
+
+TcpConnection::TcpConnection(Fd fd, bool outgoing, int expected_peer, Handshake handshake,
+                             std::string remote_label, int my_rank, ProgressEngine& engine,
+                             TransportHost& host, Callbacks callbacks)
+    : fd_(std::move(fd)),
+      outgoing_(outgoing),
+      connecting_(outgoing),
+      handshake_(std::move(handshake)),
+      remote_label_(std::move(remote_label)),
+      my_rank_(my_rank),
+      peer_rank_(outgoing ? expected_peer : -1),
+      engine_(engine),
+      host_(host),
+      callbacks_(std::move(callbacks)),
+      buffer_(kReadBufferSize) {}
+
+TcpConnection::~TcpConnection() = default;
+
+void TcpConnection::Start() {
+  std::weak_ptr<TcpConnection> weak = weak_from_this();
+  engine_.Add(fd_.get(), connecting_ ? (EPOLLOUT | EPOLLIN) : kReadEvents,
+              [weak](std::uint32_t events) {
+                if (auto self = weak.lock()) self->OnEvents(events);
+              });
+  engine_.PostAfter(kHandshakeDeadlineMs, [weak] {
+    auto self = weak.lock();
+    if (!self) return;
+    bool pending;
+    {
+      std::lock_guard lock(self->mutex_);
+      pending = !self->established_ && !self->closed_;
+    }
+    if (pending) self->Close("the handshake did not complete within 5 s");
+  });
+  if (!connecting_) FeedHandshake();  // a server speaks first: send the challenge
+}
+
+void TcpConnection::OnEvents(std::uint32_t events) {
+  auto keep_alive = shared_from_this();
+  if (connecting_) {
+    if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) OnConnected();
+    return;
+  }
+  if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) OnReadable();
+  if (events & EPOLLOUT) {
+    bool handed_to_progress;
+    {
+      std::lock_guard lock(mutex_);
+      handed_to_progress = writer_active_ && want_write_ && !closed_;
+    }
+    if (handed_to_progress) WriteQueued(/*may_block=*/false);
+  }
+}
+
+void TcpConnection::OnConnected() {
+  int error = 0;
+  socklen_t length = sizeof error;
+  ::getsockopt(fd_.get(), SOL_SOCKET, SO_ERROR, &error, &length);
+  if (error != 0) {
+    Close(SystemErrorText("cannot connect to " + remote_label_, error));
+    return;
+  }
+  connecting_ = false;
+  engine_.Modify(fd_.get(), kReadEvents);
+}
+
+void TcpConnection::OnReadable() {
+  std::size_t budget = kReadBudget;
+  while (budget > 0) {
+    ssize_t got;
+    bool direct = read_state_ == ReadState::kPayload && begin_ == end_ &&
+                  current_.header.payload_length - payload_got_ >= kDirectReadThreshold;
+    if (direct) {
+      std::size_t want = static_cast<std::size_t>(
+          std::min<std::uint64_t>(current_.header.payload_length - payload_got_, budget));
+      got = ::recv(fd_.get(), current_.payload + payload_got_, want, MSG_DONTWAIT);
+    } else {
+      if (begin_ == end_) begin_ = end_ = 0;
+      if (end_ == buffer_.size()) {
+        std::memmove(buffer_.data(), buffer_.data() + begin_, end_ - begin_);
+        end_ -= begin_;
+        begin_ = 0;
+      }
+      got = ::recv(fd_.get(), buffer_.data() + end_, buffer_.size() - end_, MSG_DONTWAIT);
+    }
+    if (got == 0) {
+      Close("the connection was closed by the other side");
+      return;
+    }
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      Close(SystemErrorText("receive", errno));
+      return;
+    }
+    budget -= std::min<std::size_t>(budget, static_cast<std::size_t>(got));
+    if (direct) {
+      payload_got_ += static_cast<std::uint64_t>(got);
+      if (payload_got_ == current_.header.payload_length) Deliver();
+      continue;
+    }
+    end_ += static_cast<std::size_t>(got);
+    if (!ConsumeBuffered()) return;
+  }
+}
+
+bool TcpConnection::FeedHandshake() {
+  std::size_t taken = handshake_.Feed(buffer_.data() + begin_, end_ - begin_);
+  begin_ += taken;
+  std::string output = handshake_.TakeOutput();
+  if (!output.empty()) {
+    ssize_t sent = ::send(fd_.get(), output.data(), output.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (sent != static_cast<ssize_t>(output.size())) {
+      Close("cannot send the handshake");
+      return false;
+    }
+  }
+  switch (handshake_.state()) {
+    case Handshake::State::kRunning:
+      return true;
+    case Handshake::State::kFailed:
+      Close(handshake_.error());
+      return false;
+    case Handshake::State::kDone:
+      break;
+  }
+  peer_rank_ = handshake_.peer_id();
+  bool flush;
+  {
+    std::lock_guard lock(mutex_);
+    established_ = true;
+    flush = !queue_.empty() && !writer_active_;
+    if (flush) writer_active_ = true;
+  }
+  callbacks_.on_established(shared_from_this());
+  if (flush) WriteQueued(/*may_block=*/false);
+  return true;
+}
+
+bool TcpConnection::ConsumeBuffered() {
+  while (begin_ < end_) {
+    {
+      std::lock_guard lock(mutex_);
+      if (closed_) return false;
+    }
+    if (handshake_.state() != Handshake::State::kDone) {
+      if (!FeedHandshake()) return false;
+      continue;
+    }
+    std::size_t available = end_ - begin_;
+    switch (read_state_) {
+      case ReadState::kHeader: {
+        std::size_t take = std::min(available, kFrameHeaderSize - header_got_);
+        std::memcpy(header_bytes_ + header_got_, buffer_.data() + begin_, take);
+        header_got_ += take;
+        begin_ += take;
+        if (header_got_ == kFrameHeaderSize && !OnHeader()) return false;
+        break;
+      }
+      case ReadState::kBody: {
+        std::size_t take = std::min(available, current_.header.body_length - current_.body.size());
+        current_.body.append(reinterpret_cast<const char*>(buffer_.data() + begin_), take);
+        begin_ += take;
+        if (current_.body.size() == current_.header.body_length && !StartPayloadOrDeliver()) {
+          return false;
+        }
+        break;
+      }
+      case ReadState::kPayload: {
+        std::size_t take = static_cast<std::size_t>(
+            std::min<std::uint64_t>(available, current_.header.payload_length - payload_got_));
+        std::memcpy(current_.payload + payload_got_, buffer_.data() + begin_, take);
+        payload_got_ += take;
+        begin_ += take;
+        if (payload_got_ == current_.header.payload_length) Deliver();
+        break;
+      }
+    }
+  }
+  return true;
+}
+
+bool TcpConnection::OnHeader() {
+  header_got_ = 0;
+  std::string error;
+  auto header = DecodeFrameHeader(header_bytes_, &error);
+  if (!header) {
+    Close("malformed frame: " + error);
+    return false;
+  }
+  if (header->source != peer_rank_ || header->destination != my_rank_) {
+    Close("a frame claims to go from rank " + std::to_string(header->source) + " to rank " +
+          std::to_string(header->destination) + " on the connection with rank " +
+          std::to_string(peer_rank_));
+    return false;
+  }
+  current_ = InboundMessage{};
+  current_.header = *header;
+  if (header->body_length > 0) {
+    current_.body.reserve(header->body_length);
+    read_state_ = ReadState::kBody;
+    return true;
+  }
+  return StartPayloadOrDeliver();
+}
+
+bool TcpConnection::StartPayloadOrDeliver() {
+  std::uint64_t length = current_.header.payload_length;
+  if (length == 0) {
+    Deliver();
+    return true;
+  }
+  current_.payload = host_.PlacePayload(current_.header, current_.body);
+  if (current_.payload != nullptr) {
+    current_.payload_placed = true;
+  } else {
+    try {
+      current_.owned_payload = std::make_unique_for_overwrite<std::uint8_t[]>(length);
+    } catch (const std::bad_alloc&) {
+      Close("cannot allocate " + std::to_string(length) + " bytes for an incoming message");
+      return false;
+    }
+    current_.payload = current_.owned_payload.get();
+  }
+  payload_got_ = 0;
+  read_state_ = ReadState::kPayload;
+  return true;
+}
+
+void TcpConnection::Deliver() {
+  read_state_ = ReadState::kHeader;
+  payload_got_ = 0;
+  host_.OnMessage(std::exchange(current_, InboundMessage{}));
+}
+
+void TcpConnection::Send(OutgoingMessage message, bool may_block) {
+  Pending pending;
+  message.header.body_length = static_cast<std::uint32_t>(message.body.size());
+  message.header.payload_length = message.payload.size;
+  message.header.source = my_rank_;
+  EncodeFrameHeader(message.header, pending.header);
+  pending.total = kFrameHeaderSize + message.body.size() + message.payload.size;
+  pending.message = std::move(message);
+  {
+    std::unique_lock lock(mutex_);
+    if (closed_) {
+      lock.unlock();
+      if (pending.message.on_sent) pending.message.on_sent(false);
+      return;
+    }
+    queue_.push_back(std::move(pending));
+    if (!established_ || writer_active_) return;
+    writer_active_ = true;
+  }
+  WriteQueued(may_block);
+}
+
+void TcpConnection::WriteQueued(bool may_block) {
+  for (;;) {
+    iovec iov[kMaxIovecs];
+    int count = 0;
+    {
+      std::unique_lock lock(mutex_);
+      if (closed_) {
+        // Close() left the queue to this writer, whose iovecs pointed into it.
+        std::deque<Pending> failed;
+        failed.swap(queue_);
+        writer_active_ = false;
+        lock.unlock();
+        for (Pending& pending : failed) {
+          if (pending.message.on_sent) pending.message.on_sent(false);
+        }
+        return;
+      }
+      if (queue_.empty()) {
+        writer_active_ = false;
+        SetWantWrite(false);
+        return;
+      }
+      // Elements of a deque stay where they are while others are appended, and only the writer
+      // removes them, so the iovecs stay valid after the lock is released.
+      for (Pending& pending : queue_) {
+        if (count + 3 > kMaxIovecs) break;
+        std::size_t skip = pending.written;
+        auto add = [&](const void* base, std::size_t size) {
+          if (skip >= size) {
+            skip -= size;
+            return;
+          }
+          iov[count++] = iovec{const_cast<char*>(static_cast<const char*>(base)) + skip, size - skip};
+          skip = 0;
+        };
+        add(pending.header, kFrameHeaderSize);
+        add(pending.message.body.data(), pending.message.body.size());
+        add(pending.message.payload.data, pending.message.payload.size);
+      }
+    }
+    msghdr header{};
+    header.msg_iov = iov;
+    header.msg_iovlen = static_cast<std::size_t>(count);
+    ssize_t written = ::sendmsg(fd_.get(), &header, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (written < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        if (may_block) {
+          pollfd waiting{fd_.get(), POLLOUT, 0};
+          ::poll(&waiting, 1, 1000);
+          continue;
+        }
+        std::lock_guard lock(mutex_);
+        SetWantWrite(true);  // the progress thread goes on when the socket has room
+        return;
+      }
+      Close(SystemErrorText("send to " + remote_label_, errno));
+      continue;  // the closed branch above fails what is queued
+    }
+    std::vector<std::function<void(bool)>> finished;
+    {
+      std::lock_guard lock(mutex_);
+      std::size_t left = static_cast<std::size_t>(written);
+      while (left > 0 && !queue_.empty()) {
+        Pending& front = queue_.front();
+        std::size_t take = std::min(left, front.total - front.written);
+        front.written += take;
+        left -= take;
+        if (front.written < front.total) break;
+        if (front.message.on_sent) finished.push_back(std::move(front.message.on_sent));
+        queue_.pop_front();
+      }
+    }
+    for (auto& on_sent : finished) on_sent(true);
+  }
+}
+
+void TcpConnection::SetWantWrite(bool want) {
+  if (want_write_ == want) return;
+  want_write_ = want;
+  engine_.Modify(fd_.get(), kReadEvents | (want ? std::uint32_t{EPOLLOUT} : 0u));
+}
+
+void TcpConnection::Close(const std::string& why, bool quiet) {
+  std::deque<Pending> failed;
+  bool was_established;
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_) return;
+    closed_ = true;
+    was_established = established_;
+    // A thread in the middle of writing still reads these frames; it fails them itself.
+    bool writer_busy = writer_active_ && !want_write_;
+    if (!writer_busy) failed.swap(queue_);
+  }
+  engine_.Remove(fd_.get());
+  ::shutdown(fd_.get(), SHUT_RDWR);
+  for (Pending& pending : failed) {
+    if (pending.message.on_sent) pending.message.on_sent(false);
+  }
+  if (quiet) return;
+  auto self = shared_from_this();
+  engine_.Post([self, was_established, why] {
+    self->callbacks_.on_closed(self, was_established, why);
+  });
+}
+
+}  // namespace lmdx::net::internal

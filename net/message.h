@@ -1,0 +1,45 @@
+#ifndef LMDX_NET_MESSAGE_H_
+#define LMDX_NET_MESSAGE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "net/wire.h"
+
+namespace lmdx::net {
+
+// Raw bytes that follow a frame's body. `data` is borrowed: it stays valid until the message's
+// `on_sent` runs, either because `owner` keeps it alive or because the sender waits for on_sent
+// (lmdx_send returns only then). So a 64 MiB user buffer goes to the socket without a copy.
+struct Payload {
+  const void* data = nullptr;
+  std::size_t size = 0;
+  std::shared_ptr<const void> owner;
+};
+
+// A frame on its way out. The transport fills in the header's lengths.
+struct OutgoingMessage {
+  FrameHeader header;
+  std::string body;
+  Payload payload;
+  // Runs once, on whichever thread finished the write: true when every byte is in the kernel,
+  // false when the connection failed first.
+  std::function<void(bool sent)> on_sent;
+};
+
+// A frame that arrived. Its payload lies either in memory the receiver named beforehand (a
+// posted receive buffer, a page) or in a buffer of its own.
+struct InboundMessage {
+  FrameHeader header;
+  std::string body;
+  std::uint8_t* payload = nullptr;  // header.payload_length bytes
+  std::unique_ptr<std::uint8_t[]> owned_payload;
+  bool payload_placed = false;  // payload points into memory the receiver named
+};
+
+}  // namespace lmdx::net
+
+#endif  // LMDX_NET_MESSAGE_H_

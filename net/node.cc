@@ -1,0 +1,405 @@
+#include "net/node.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "net/handshake.h"
+#include "net/internal/frame_io.h"
+#include "net/internal/socket.h"
+#include "net/tcp_transport.h"
+#include "net/wire.pb.h"
+
+namespace lmdx::net {
+namespace {
+
+constexpr int kRendezvousTimeoutMs = 10000;
+
+std::string HostName() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "unknown";
+  return name;
+}
+
+std::string Rank(int rank) { return "rank " + std::to_string(rank); }
+
+}  // namespace
+
+Node::Node(const BootstrapInfo& info) : info_(info) {
+  SetLogRank(info_.rank);
+  engine_.Start();
+  transport_ = std::make_unique<TcpTransport>(engine_, *this, info_.secret, info_.rank, info_.size,
+                                              info_.bind_host);
+  RegisterBuiltinHandlers();
+  JoinThroughRendezvous();
+}
+
+Node::~Node() { Stop(); }
+
+void Node::JoinThroughRendezvous() {
+  std::string where = "the rendezvous at " + info_.rendezvous + " (" + info_.launcher + ")";
+  try {
+    rendezvous_fd_ = internal::ConnectTcpBlocking(internal::ParseHostPort(info_.rendezvous),
+                                                  kRendezvousTimeoutMs);
+    Handshake handshake = Handshake::AsClient(info_.secret, info_.rank, Handshake::kRendezvousId);
+    internal::RunClientHandshake(rendezvous_fd_.get(), handshake, where, kRendezvousTimeoutMs);
+
+    wire::Join join;
+    wire::NodeInfo* self = join.mutable_node();
+    self->set_rank(info_.rank);
+    self->set_pid(static_cast<int>(::getpid()));
+    self->set_host(HostName());
+    *self->add_endpoints() = transport_->LocalEndpoint();
+    FrameHeader header;
+    header.type = MessageType::kJoin;
+    header.source = info_.rank;
+    header.destination = Handshake::kRendezvousId;
+    internal::WriteControlFrame(rendezvous_fd_.get(), header, join.SerializeAsString());
+
+    // The table comes once every node has joined, however long the others take to start.
+    auto frame = internal::ReadControlFrame(rendezvous_fd_.get(), -1);
+    if (!frame) throw Error(LMDX_ERR_BOOTSTRAP, where + " closed before every node had joined");
+    wire::JobTable table;
+    if (frame->first.type != MessageType::kJobTable || !table.ParseFromString(frame->second) ||
+        table.nodes_size() != info_.size) {
+      throw Error(LMDX_ERR_BOOTSTRAP, where + " sent no valid job table");
+    }
+    transport_->SetJobTable(table);
+  } catch (const Error& error) {
+    Stop();
+    throw Error(LMDX_ERR_BOOTSTRAP, std::string("cannot join the job: ") + error.what());
+  }
+  WatchRendezvous();
+}
+
+// The rendezvous connection stays open for the whole job: when it closes, the launcher is gone
+// and nothing will end this node in order, so it ends itself.
+void Node::WatchRendezvous() {
+  internal::SetNonBlocking(rendezvous_fd_.get(), true);
+  engine_.Add(rendezvous_fd_.get(), EPOLLIN | EPOLLRDHUP, [this](std::uint32_t) {
+    char byte;
+    ssize_t got = ::recv(rendezvous_fd_.get(), &byte, 1, MSG_DONTWAIT);
+    if (got > 0 || (got < 0 && errno == EAGAIN)) return;
+    engine_.Remove(rendezvous_fd_.get());
+    if (ending() || stopped_.load()) return;
+    LogLine("the launcher (" + info_.launcher + ", rendezvous " + info_.rendezvous +
+            ") is gone; this node ends");
+    ::_exit(1);
+  });
+}
+
+void Node::RegisterBuiltinHandlers() {
+  Handle(MessageType::kShutdown, [this](InboundMessage& message, const ReplyTo* reply_to) {
+    wire::Shutdown shutdown;
+    shutdown.ParseFromString(message.body);
+    ending_.store(true, std::memory_order_release);
+    shutdown_status_.store(shutdown.status());
+    if (reply_to == nullptr) {
+      shutdown_received_.Signal();
+      return;
+    }
+    // Exit only once rank 0 has its answer in its socket.
+    Reply(*reply_to, {}, {}, [this](bool) { shutdown_received_.Signal(); });
+  });
+  Handle(MessageType::kFinalize, [this](InboundMessage&, const ReplyTo* reply_to) {
+    if (reply_to == nullptr) return;
+    std::vector<ReplyTo> release;
+    {
+      std::lock_guard lock(finalize_mutex_);
+      finalize_arrivals_.push_back(*reply_to);
+      if (static_cast<int>(finalize_arrivals_.size()) < info_.size) return;
+      release.swap(finalize_arrivals_);
+    }
+    ending_.store(true, std::memory_order_release);
+    for (const ReplyTo& to : release) Reply(to, {});
+  });
+  Handle(MessageType::kPing, [this](InboundMessage& message, const ReplyTo* reply_to) {
+    if (reply_to == nullptr) return;
+    Payload echo;
+    if (message.header.payload_length > 0) {
+      auto copy = std::make_shared<std::string>(reinterpret_cast<const char*>(message.payload),
+                                                message.header.payload_length);
+      echo = Payload{copy->data(), copy->size(), copy};
+    }
+    Reply(*reply_to, message.body, echo);
+  });
+}
+
+void Node::Handle(MessageType type, Handler handler) {
+  std::lock_guard lock(handlers_mutex_);
+  handlers_[static_cast<std::size_t>(type)] = std::move(handler);
+}
+
+void Node::SetPeerLostHook(PeerLostHook hook) {
+  std::lock_guard lock(hook_mutex_);
+  peer_lost_hook_ = std::move(hook);
+}
+
+void Node::Send(int dest, MessageType type, std::string body, Payload payload) {
+  OutgoingMessage message;
+  message.header.type = type;
+  message.body = std::move(body);
+  message.payload = std::move(payload);
+  bool borrowed = message.payload.size > 0 && !message.payload.owner;
+  if (!borrowed || dest == info_.rank) {
+    SendFrame(dest, std::move(message));
+    return;
+  }
+  if (engine_.OnProgressThread()) {
+    throw Error(LMDX_ERR_INTERNAL, "the progress thread may only send payloads it owns");
+  }
+  // The payload is the caller's memory: wait until the kernel has it.
+  Completion sent;
+  bool ok = false;
+  message.on_sent = [&sent, &ok](bool result) {
+    ok = result;
+    sent.Signal();
+  };
+  SendFrame(dest, std::move(message));
+  sent.Wait();
+  if (!ok) throw Error(LMDX_ERR_PEER_LOST, Rank(dest) + " is gone; the message was not sent");
+}
+
+void Node::SendFrame(int dest, OutgoingMessage message) {
+  if (dest < 0 || dest >= info_.size) {
+    throw Error(LMDX_ERR_INVALID_ARGUMENT, "there is no rank " + std::to_string(dest) +
+                                               " in a job of " + std::to_string(info_.size));
+  }
+  if (stopped_.load(std::memory_order_acquire)) {
+    throw Error(LMDX_ERR_SHUTDOWN, "the node has stopped; nothing more can be sent");
+  }
+  message.header.destination = dest;
+  message.header.source = info_.rank;
+  if (dest == info_.rank) {
+    DeliverToSelf(std::move(message));
+    return;
+  }
+  transport_->Send(dest, std::move(message), /*may_block=*/!engine_.OnProgressThread());
+}
+
+// A frame to this node skips the network but still reaches its handler on the progress thread,
+// so handlers see one order of events whoever sent the frame.
+void Node::DeliverToSelf(OutgoingMessage message) {
+  auto inbound = std::make_shared<InboundMessage>();
+  inbound->header = message.header;
+  inbound->header.body_length = static_cast<std::uint32_t>(message.body.size());
+  inbound->header.payload_length = message.payload.size;
+  inbound->body = std::move(message.body);
+  if (message.payload.size > 0) {
+    inbound->owned_payload = std::make_unique_for_overwrite<std::uint8_t[]>(message.payload.size);
+    std::memcpy(inbound->owned_payload.get(), message.payload.data, message.payload.size);
+    inbound->payload = inbound->owned_payload.get();
+  }
+  engine_.Post([this, inbound] { OnMessage(std::move(*inbound)); });
+  if (message.on_sent) message.on_sent(true);
+}
+
+InboundMessage Node::Request(int dest, MessageType type, std::string body, Payload payload,
+                             std::uint8_t* reply_buffer, std::size_t reply_capacity) {
+  PendingRequest pending{dest, reply_buffer, reply_capacity, {}, LMDX_OK, {}, {}};
+  std::uint64_t id = next_request_id_.fetch_add(1, std::memory_order_relaxed);
+  {
+    std::lock_guard lock(requests_mutex_);
+    requests_[id] = &pending;
+  }
+  auto fail = [this, id](lmdx_error code, const std::string& text) {
+    PendingRequest* found = nullptr;
+    {
+      std::lock_guard lock(requests_mutex_);
+      auto it = requests_.find(id);
+      if (it == requests_.end()) return;
+      found = it->second;
+      requests_.erase(it);
+    }
+    found->error = code;
+    found->error_text = text;
+    found->done.Signal();
+  };
+  OutgoingMessage message;
+  message.header.type = type;
+  message.header.request_id = id;
+  message.body = std::move(body);
+  message.payload = std::move(payload);
+  // Only the id is captured: the reply may come, and this frame be gone, before on_sent runs.
+  message.on_sent = [fail, dest](bool sent) {
+    if (!sent) fail(LMDX_ERR_PEER_LOST, Rank(dest) + " is gone; the request was not sent");
+  };
+  try {
+    SendFrame(dest, std::move(message));
+  } catch (const Error& error) {
+    fail(error.code(), error.what());
+  }
+  pending.done.Wait();
+  if (pending.error != LMDX_OK) throw Error(pending.error, pending.error_text);
+  if (pending.reply.header.flags & kFlagError) {
+    wire::ErrorReply error;
+    error.ParseFromString(pending.reply.body);
+    throw Error(static_cast<lmdx_error>(error.code()), error.message());
+  }
+  return std::move(pending.reply);
+}
+
+void Node::Reply(const ReplyTo& to, std::string body, Payload payload,
+                 std::function<void(bool)> on_sent) {
+  OutgoingMessage message;
+  message.header.type = to.type;
+  message.header.flags = kFlagReply;
+  message.header.request_id = to.request_id;
+  message.body = std::move(body);
+  message.payload = std::move(payload);
+  message.on_sent = std::move(on_sent);
+  SendFrame(to.dest, std::move(message));
+}
+
+void Node::ReplyError(const ReplyTo& to, lmdx_error code, const std::string& text) {
+  wire::ErrorReply error;
+  error.set_code(code);
+  error.set_message(text);
+  OutgoingMessage message;
+  message.header.type = to.type;
+  message.header.flags = kFlagReply | kFlagError;
+  message.header.request_id = to.request_id;
+  message.body = error.SerializeAsString();
+  SendFrame(to.dest, std::move(message));
+}
+
+std::uint8_t* Node::PlacePayload(const FrameHeader& header, const std::string&) {
+  if (header.is_reply()) {
+    std::lock_guard lock(requests_mutex_);
+    auto it = requests_.find(header.request_id);
+    if (it == requests_.end()) return nullptr;
+    PendingRequest* pending = it->second;
+    if (pending->reply_buffer != nullptr && header.payload_length <= pending->reply_capacity) {
+      return pending->reply_buffer;
+    }
+    return nullptr;
+  }
+  if (header.type == MessageType::kRaw) return mailbox_.Place(header.source, header.payload_length);
+  return nullptr;
+}
+
+void Node::OnMessage(InboundMessage message) {
+  if (message.header.is_reply()) {
+    CompleteRequest(std::move(message));
+    return;
+  }
+  Dispatch(message);
+}
+
+void Node::CompleteRequest(InboundMessage message) {
+  PendingRequest* pending = nullptr;
+  {
+    std::lock_guard lock(requests_mutex_);
+    auto it = requests_.find(message.header.request_id);
+    if (it == requests_.end()) {
+      DebugLine("a reply from " + Rank(message.header.source) + " answers no pending request");
+      return;
+    }
+    pending = it->second;
+    requests_.erase(it);
+  }
+  pending->reply = std::move(message);
+  pending->done.Signal();
+}
+
+void Node::Dispatch(InboundMessage& message) {
+  if (message.header.type == MessageType::kRaw) {
+    mailbox_.Deliver(std::move(message));
+    return;
+  }
+  Handler handler;
+  {
+    std::lock_guard lock(handlers_mutex_);
+    handler = handlers_[static_cast<std::size_t>(message.header.type)];
+  }
+  ReplyTo reply_to{message.header.source, message.header.request_id, message.header.type};
+  bool is_request = message.header.request_id != 0;
+  if (!handler) {
+    std::string text = Rank(info_.rank) + " has no handler for message type " +
+                       std::to_string(static_cast<int>(message.header.type));
+    if (is_request) {
+      ReplyError(reply_to, LMDX_ERR_INTERNAL, text);
+    } else {
+      LogLine(text + " (from " + Rank(message.header.source) + "); dropped");
+    }
+    return;
+  }
+  handler(message, is_request ? &reply_to : nullptr);
+}
+
+void Node::OnPeerLost(int rank, const std::string& why) {
+  std::string text = Rank(rank) + " was lost (" + why + ")";
+  std::vector<PendingRequest*> failed;
+  {
+    std::lock_guard lock(requests_mutex_);
+    for (auto it = requests_.begin(); it != requests_.end();) {
+      if (it->second->dest != rank) {
+        ++it;
+        continue;
+      }
+      failed.push_back(it->second);
+      it = requests_.erase(it);
+    }
+  }
+  for (PendingRequest* pending : failed) {
+    pending->error = LMDX_ERR_PEER_LOST;
+    pending->error_text = text;
+    pending->done.Signal();
+  }
+  mailbox_.FailSource(rank, text);
+  if (ending() || stopped_.load()) return;
+  PeerLostHook hook;
+  {
+    std::lock_guard lock(hook_mutex_);
+    hook = peer_lost_hook_;
+  }
+  if (hook) {
+    hook(rank, text);
+    return;
+  }
+  LogLine(text + "; the job cannot go on");
+  ::_exit(1);
+}
+
+int Node::ServeUntilShutdown() {
+  shutdown_received_.Wait();
+  return shutdown_status_.load();
+}
+
+void Node::EndJob(int status) {
+  ending_.store(true, std::memory_order_release);
+  wire::Shutdown shutdown;
+  shutdown.set_status(status);
+  std::string body = shutdown.SerializeAsString();
+  for (int rank = 0; rank < info_.size; ++rank) {
+    if (rank == info_.rank) continue;
+    try {
+      Request(rank, MessageType::kShutdown, body);
+    } catch (const Error& error) {
+      DebugLine(std::string("shutdown: ") + error.what());
+    }
+  }
+  Stop();
+}
+
+void Node::Finalize() {
+  // From here on a peer that closes its connections has finished too; a rank that dies instead
+  // still fails this request, since rank 0 answers only when all have arrived.
+  ending_.store(true, std::memory_order_release);
+  Request(0, MessageType::kFinalize, {});
+  Stop();
+}
+
+void Node::Stop() {
+  if (stopped_.exchange(true)) return;
+  ending_.store(true, std::memory_order_release);
+  if (transport_) transport_->Close();
+  engine_.Stop();
+}
+
+}  // namespace lmdx::net

@@ -1,0 +1,133 @@
+#ifndef LMDX_NET_NODE_H_
+#define LMDX_NET_NODE_H_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "base/fd.h"
+#include "net/bootstrap.h"
+#include "net/completion.h"
+#include "net/mailbox.h"
+#include "net/message.h"
+#include "net/progress_engine.h"
+#include "net/transport.h"
+
+namespace lmdx::net {
+
+// Where to send the reply to a request. Copyable: a handler may keep it and answer much later
+// (a lock manager answers when the lock is free, a barrier when the last node arrives).
+struct ReplyTo {
+  int dest = -1;
+  std::uint64_t request_id = 0;
+  MessageType type = MessageType::kInvalid;
+};
+
+// The node runtime: joins the job through the rendezvous, runs the progress engine and the
+// transports, dispatches frames to handlers by message type, and matches replies to requests.
+// Every layer above (sync, dsm, threads, ports) registers its handlers here.
+class Node : public TransportHost {
+ public:
+  // Called on the progress thread for a frame of the handler's type. `reply_to` is null unless
+  // the frame is a request. Handlers must not block.
+  using Handler = std::function<void(InboundMessage& message, const ReplyTo* reply_to)>;
+  // What to do when a peer vanishes outside an orderly end of the job.
+  using PeerLostHook = std::function<void(int rank, const std::string& why)>;
+
+  // Joins the job described by info; throws lmdx::Error (LMDX_ERR_BOOTSTRAP or _NETWORK).
+  explicit Node(const BootstrapInfo& info);
+  ~Node() override;
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  int rank() const { return info_.rank; }
+  int size() const { return info_.size; }
+  const BootstrapInfo& info() const { return info_; }
+  ProgressEngine& engine() { return engine_; }
+  Mailbox& mailbox() { return mailbox_; }
+
+  void Handle(MessageType type, Handler handler);
+  void SetPeerLostHook(PeerLostHook hook);
+
+  // Sends a one-way frame. A payload without an owner is borrowed: from an application thread
+  // Send returns once it is in the kernel; the progress thread may only send owned payloads.
+  // Throws lmdx::Error(LMDX_ERR_PEER_LOST) if dest is gone.
+  void Send(int dest, MessageType type, std::string body, Payload payload = {});
+
+  // Sends a request and waits for its reply. A reply payload lands in reply_buffer when one is
+  // given and large enough. Throws lmdx::Error when dest is lost or answers with an error.
+  InboundMessage Request(int dest, MessageType type, std::string body, Payload payload = {},
+                         std::uint8_t* reply_buffer = nullptr, std::size_t reply_capacity = 0);
+
+  // Answers a request, now or later, from any thread.
+  void Reply(const ReplyTo& to, std::string body, Payload payload = {},
+             std::function<void(bool)> on_sent = {});
+  void ReplyError(const ReplyTo& to, lmdx_error code, const std::string& message);
+
+  // Threads style, ranks other than 0: serve until rank 0 ends the job; returns its status.
+  int ServeUntilShutdown();
+  // Threads style, rank 0: tell every node the job ended with status, wait for them briefly.
+  void EndJob(int status);
+  // SPMD style: collective; returns when every rank has called it.
+  void Finalize();
+  // Stops the transports and the progress engine; later sends fail.
+  void Stop();
+
+  // True once the job is ending in order: lost peers are expected then.
+  bool ending() const { return ending_.load(std::memory_order_acquire); }
+
+  // TransportHost.
+  std::uint8_t* PlacePayload(const FrameHeader& header, const std::string& body) override;
+  void OnMessage(InboundMessage message) override;
+  void OnPeerLost(int rank, const std::string& why) override;
+
+ private:
+  struct PendingRequest {
+    int dest;
+    std::uint8_t* reply_buffer;
+    std::size_t reply_capacity;
+    InboundMessage reply;
+    lmdx_error error = LMDX_OK;
+    std::string error_text;
+    Completion done;
+  };
+
+  void JoinThroughRendezvous();
+  void WatchRendezvous();
+  void SendFrame(int dest, OutgoingMessage message);
+  void DeliverToSelf(OutgoingMessage message);
+  void CompleteRequest(InboundMessage message);
+  void Dispatch(InboundMessage& message);
+  void RegisterBuiltinHandlers();
+
+  BootstrapInfo info_;
+  ProgressEngine engine_;
+  Mailbox mailbox_;
+  std::unique_ptr<Transport> transport_;
+  Fd rendezvous_fd_;
+
+  std::mutex handlers_mutex_;
+  std::array<Handler, static_cast<std::size_t>(MessageType::kLimit)> handlers_;
+  std::mutex hook_mutex_;
+  PeerLostHook peer_lost_hook_;
+
+  std::mutex requests_mutex_;
+  std::unordered_map<std::uint64_t, PendingRequest*> requests_;
+  std::atomic<std::uint64_t> next_request_id_{1};
+
+  std::atomic<bool> ending_{false};
+  std::atomic<bool> stopped_{false};
+  Completion shutdown_received_;
+  std::atomic<int> shutdown_status_{0};
+  std::mutex finalize_mutex_;
+  std::vector<ReplyTo> finalize_arrivals_;
+};
+
+}  // namespace lmdx::net
+
+#endif  // LMDX_NET_NODE_H_

@@ -1,0 +1,235 @@
+#include "net/rendezvous_server.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "base/error.h"
+#include "base/fd.h"
+#include "base/log.h"
+#include "net/handshake.h"
+#include "net/internal/frame_io.h"
+#include "net/internal/socket.h"
+#include "net/wire.h"
+#include "net/wire.pb.h"
+
+namespace lmdx::net {
+namespace {
+
+constexpr int kHandshakeDeadlineMs = 5000;
+
+std::int64_t NowMs() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return std::int64_t{now.tv_sec} * 1000 + now.tv_nsec / 1000000;
+}
+
+// One node's connection to the rendezvous, served without blocking so that a stranger who
+// connects and says nothing cannot stall the job.
+struct Client {
+  Fd fd;
+  std::string label;
+  Handshake handshake;
+  std::int64_t deadline_ms;
+  std::string input;  // bytes of the join frame received so far
+  bool joined = false;
+  int rank = -1;
+};
+
+class PollingRendezvousServer : public RendezvousServer {
+ public:
+  PollingRendezvousServer(const JobSecret& secret, int job_size, const std::string& bind_host)
+      : secret_(secret),
+        size_(job_size),
+        listener_(internal::ListenTcp(bind_host)),
+        stop_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
+        nodes_(static_cast<std::size_t>(job_size)) {
+    if (!stop_fd_) ThrowSystemError("eventfd", errno, LMDX_ERR_INTERNAL);
+    address_ = internal::FormatAddress(internal::LocalAddress(listener_.get()));
+    thread_ = std::thread([this] { Run(); });
+  }
+
+  ~PollingRendezvousServer() override {
+    std::uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(stop_fd_.get(), &one, sizeof one);
+    thread_.join();
+  }
+
+  std::string address() const override { return address_; }
+
+ private:
+  void Run() {
+    for (;;) {
+      std::vector<pollfd> fds{{stop_fd_.get(), POLLIN, 0}, {listener_.get(), POLLIN, 0}};
+      for (const Client& client : clients_) fds.push_back({client.fd.get(), POLLIN, 0});
+      int ready = ::poll(fds.data(), fds.size(), NextTimeoutMs());
+      if (ready < 0 && errno != EINTR) {
+        LogLine(SystemErrorText("rendezvous: poll", errno));
+        return;
+      }
+      if (fds[0].revents != 0) return;
+      if (fds[1].revents != 0) Accept();
+      // Serve in reverse so that dropping a client does not shift the ones still to serve.
+      for (std::size_t i = clients_.size(); i-- > 0;) {
+        bool readable = fds.size() > i + 2 && fds[i + 2].revents != 0;
+        if (!Serve(clients_[i], readable)) clients_.erase(clients_.begin() + static_cast<long>(i));
+      }
+    }
+  }
+
+  int NextTimeoutMs() const {
+    std::int64_t soonest = -1;
+    for (const Client& client : clients_) {
+      if (client.handshake.state() == Handshake::State::kDone && client.joined) continue;
+      if (soonest < 0 || client.deadline_ms < soonest) soonest = client.deadline_ms;
+    }
+    if (soonest < 0) return -1;
+    return static_cast<int>(std::max<std::int64_t>(0, soonest - NowMs()));
+  }
+
+  void Accept() {
+    for (;;) {
+      sockaddr_in remote{};
+      socklen_t length = sizeof remote;
+      Fd fd(::accept4(listener_.get(), reinterpret_cast<sockaddr*>(&remote), &length,
+                      SOCK_NONBLOCK | SOCK_CLOEXEC));
+      if (!fd) return;
+      Client client{std::move(fd), "connection from " + internal::FormatAddress(remote),
+                    Handshake::AsServer(secret_, Handshake::kRendezvousId),
+                    NowMs() + kHandshakeDeadlineMs, {}};
+      if (!SendAll(client, client.handshake.TakeOutput())) continue;
+      clients_.push_back(std::move(client));
+    }
+  }
+
+  static bool SendAll(Client& client, const std::string& bytes) {
+    if (bytes.empty()) return true;
+    internal::SetNonBlocking(client.fd.get(), false);
+    try {
+      internal::WriteAll(client.fd.get(), bytes.data(), bytes.size());
+    } catch (const Error&) {
+      return false;
+    }
+    internal::SetNonBlocking(client.fd.get(), true);
+    return true;
+  }
+
+  void Refuse(const Client& client, const std::string& why) {
+    LogLine("rendezvous: refused a " + client.label + ": " + why);
+  }
+
+  // Returns false when the client's connection is done with.
+  bool Serve(Client& client, bool readable) {
+    bool pending = !(client.handshake.state() == Handshake::State::kDone && client.joined);
+    if (!readable) {
+      if (pending && NowMs() >= client.deadline_ms) {
+        Refuse(client, "it did not join within 5 s");
+        return false;
+      }
+      return true;
+    }
+    std::uint8_t buffer[4096];
+    ssize_t got = ::recv(client.fd.get(), buffer, sizeof buffer, MSG_DONTWAIT);
+    if (got < 0 && (errno == EAGAIN || errno == EINTR)) return true;
+    if (got <= 0) {
+      if (pending) Refuse(client, "it closed the connection before joining");
+      // A joined node's connection closing means it exited; the launcher watches processes.
+      return false;
+    }
+    if (client.joined) return true;  // nothing more is expected; ignore
+    std::size_t used = 0;
+    if (client.handshake.state() == Handshake::State::kRunning) {
+      used = client.handshake.Feed(buffer, static_cast<std::size_t>(got));
+      if (!SendAll(client, client.handshake.TakeOutput())) return false;
+      if (client.handshake.state() == Handshake::State::kFailed) {
+        Refuse(client, client.handshake.error());
+        return false;
+      }
+    }
+    client.input.append(reinterpret_cast<const char*>(buffer) + used,
+                        static_cast<std::size_t>(got) - used);
+    if (client.handshake.state() != Handshake::State::kDone) return true;
+    return TryJoin(client);
+  }
+
+  bool TryJoin(Client& client) {
+    if (client.input.size() < kFrameHeaderSize) return true;
+    std::string error;
+    auto header =
+        DecodeFrameHeader(reinterpret_cast<const std::uint8_t*>(client.input.data()), &error);
+    if (!header || header->type != MessageType::kJoin || header->payload_length != 0) {
+      Refuse(client, header ? "it sent no join request" : error);
+      return false;
+    }
+    if (client.input.size() < kFrameHeaderSize + header->body_length) return true;
+    wire::Join join;
+    if (!join.ParseFromArray(client.input.data() + kFrameHeaderSize,
+                             static_cast<int>(header->body_length))) {
+      Refuse(client, "its join request does not parse");
+      return false;
+    }
+    int rank = client.handshake.peer_id();
+    if (rank < 0 || rank >= size_ || join.node().rank() != rank) {
+      Refuse(client, "it claims rank " + std::to_string(rank) + " in a job of " +
+                         std::to_string(size_));
+      return false;
+    }
+    if (nodes_[static_cast<std::size_t>(rank)]) {
+      Refuse(client, "rank " + std::to_string(rank) + " has already joined");
+      return false;
+    }
+    client.joined = true;
+    client.rank = rank;
+    nodes_[static_cast<std::size_t>(rank)] = join.node();
+    if (++joined_ == size_) SendJobTable();
+    return true;
+  }
+
+  void SendJobTable() {
+    wire::JobTable table;
+    for (const auto& node : nodes_) *table.add_nodes() = *node;
+    std::string body = table.SerializeAsString();
+    for (Client& client : clients_) {
+      if (!client.joined) continue;
+      FrameHeader header;
+      header.type = MessageType::kJobTable;
+      header.source = Handshake::kRendezvousId;
+      header.destination = client.rank;
+      try {
+        internal::SetNonBlocking(client.fd.get(), false);
+        internal::WriteControlFrame(client.fd.get(), header, body);
+        internal::SetNonBlocking(client.fd.get(), true);
+      } catch (const Error& error) {
+        LogLine("rendezvous: cannot send the job table to rank " + std::to_string(client.rank) +
+                ": " + error.what());
+      }
+    }
+  }
+
+  JobSecret secret_;
+  int size_;
+  Fd listener_;
+  Fd stop_fd_;
+  std::string address_;
+  std::vector<Client> clients_;
+  std::vector<std::optional<wire::NodeInfo>> nodes_;
+  int joined_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace
+
+std::unique_ptr<RendezvousServer> RendezvousServer::Start(const JobSecret& secret, int job_size,
+                                                          const std::string& bind_host) {
+  if (job_size < 1) throw Error(LMDX_ERR_INVALID_ARGUMENT, "a job needs at least one node");
+  return std::make_unique<PollingRendezvousServer>(secret, job_size, bind_host);
+}
+
+}  // namespace lmdx::net

@@ -1,0 +1,46 @@
+#ifndef LMDX_NET_TRANSPORT_H_
+#define LMDX_NET_TRANSPORT_H_
+
+#include <cstdint>
+#include <string>
+
+#include "net/message.h"
+#include "net/wire.pb.h"
+
+namespace lmdx::net {
+
+// What a transport needs from the node it serves. Called on the progress thread.
+class TransportHost {
+ public:
+  virtual ~TransportHost() = default;
+  // Where the payload of this frame should land: memory the receiver named (a posted receive
+  // buffer of at least header.payload_length bytes), or nullptr for a buffer of the message's own.
+  virtual std::uint8_t* PlacePayload(const FrameHeader& header, const std::string& body) = 0;
+  // A whole frame arrived from an authenticated peer.
+  virtual void OnMessage(InboundMessage message) = 0;
+  // An authenticated peer's connection ended or failed.
+  virtual void OnPeerLost(int rank, const std::string& why) = 0;
+};
+
+// One kind of network (tcp now; shm, fabric and udp later). A transport authenticates every
+// connection, frames messages (net/wire.h), keeps per-pair FIFO order, and delivers whole frames
+// to its host. Node picks the transport of each pair; see docs/architecture.md.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const char* name() const = 0;
+  // How other nodes reach this one; advertised through the rendezvous.
+  virtual wire::Endpoint LocalEndpoint() const = 0;
+  // Where every node listens. Called once, before the first Send.
+  virtual void SetJobTable(const wire::JobTable& table) = 0;
+  // Queues a frame to dest (never this node). Any thread may call it; frames to one destination
+  // leave in the order of the calls. may_block: the caller may wait for socket space (an
+  // application thread); the progress thread passes false.
+  virtual void Send(int dest, OutgoingMessage message, bool may_block) = 0;
+  // Closes every connection without reporting peers as lost (the job is ending).
+  virtual void Close() = 0;
+};
+
+}  // namespace lmdx::net
+
+#endif  // LMDX_NET_TRANSPORT_H_
