@@ -55,7 +55,8 @@ int lmdx_size(void);
 void lmdx_set_error_mode(lmdx_error_mode mode);
 lmdx_error_mode lmdx_get_error_mode(void);
 const char *lmdx_strerror(int code);
-/* The full text of the last error returned to this thread (empty when there is none). */
+/* The full text of the last error returned to the calling thread (empty when there is none).
+ * The error mode applies to the whole process. */
 const char *lmdx_last_error_message(void);
 
 /* Raw messages. */

@@ -1,5 +1,8 @@
-// LMDX: the C++ API. A thin layer over the C API of <lmdx/lmdx.h>: the same calls, with
-// exceptions (lmdx::error) in place of error codes and spans in place of pointer and length.
+// LMDX: the C++ API. A thin layer over the C API of <lmdx/lmdx.h>: the same calls, with spans in
+// place of pointer and length. Errors follow the error mode: by default a failure ends the job
+// with a clear message, as in C; after lmdx_set_error_mode(LMDX_ERRORS_RETURN) (or
+// lmdx::set_error_mode(lmdx::errors::throw_exceptions)) a failing call throws lmdx::error, which
+// carries the C code and its text.
 #ifndef LMDX_LMDX_HPP_
 #define LMDX_LMDX_HPP_
 
@@ -23,19 +26,6 @@ class error : public std::runtime_error {
 };
 
 namespace detail {
-// C++ calls always run the C API in LMDX_ERRORS_RETURN mode for their own thread's call, so that a
-// failure becomes an exception the caller may catch, whatever the program chose for C calls.
-class ReturnErrorsScope {
- public:
-  ReturnErrorsScope() : saved_(lmdx_get_error_mode()) { lmdx_set_error_mode(LMDX_ERRORS_RETURN); }
-  ~ReturnErrorsScope() { lmdx_set_error_mode(saved_); }
-  ReturnErrorsScope(const ReturnErrorsScope&) = delete;
-  ReturnErrorsScope& operator=(const ReturnErrorsScope&) = delete;
-
- private:
-  lmdx_error_mode saved_;
-};
-
 inline int check(int code) {
   if (code < 0) {
     const char* text = lmdx_last_error_message();
@@ -45,6 +35,11 @@ inline int check(int code) {
 }
 }  // namespace detail
 
+enum class errors { fatal = LMDX_ERRORS_ARE_FATAL, throw_exceptions = LMDX_ERRORS_RETURN };
+inline void set_error_mode(errors mode) {
+  lmdx_set_error_mode(static_cast<lmdx_error_mode>(mode));
+}
+
 struct status {
   int source = -1;
   std::size_t length = 0;
@@ -52,27 +47,22 @@ struct status {
 
 // Threads style: returns on rank 0 only.
 inline void init(int& argc, char**& argv) {
-  detail::ReturnErrorsScope scope;
   detail::check(lmdx_init(&argc, &argv));
 }
 // SPMD style: returns on every rank.
 inline void init_spmd(int& argc, char**& argv) {
-  detail::ReturnErrorsScope scope;
   detail::check(lmdx_init_spmd(&argc, &argv));
 }
 inline void finalize() {
-  detail::ReturnErrorsScope scope;
   detail::check(lmdx_finalize());
 }
 inline int rank() { return lmdx_rank(); }
 inline int size() { return lmdx_size(); }
 
 inline void send(int dest, std::span<const std::byte> bytes) {
-  detail::ReturnErrorsScope scope;
   detail::check(lmdx_send(dest, bytes.data(), bytes.size()));
 }
 inline status recv(int source, std::span<std::byte> buffer) {
-  detail::ReturnErrorsScope scope;
   lmdx_status st{};
   detail::check(lmdx_recv(source, buffer.data(), buffer.size(), &st));
   return status{st.source, st.length};

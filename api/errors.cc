@@ -1,0 +1,74 @@
+// Error modes and texts of the C API.
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+
+#include "api/internal/runtime_state.h"
+#include "base/log.h"
+
+namespace lmdx::api {
+namespace {
+
+std::atomic<int> error_mode{LMDX_ERRORS_ARE_FATAL};
+thread_local std::string last_error;
+
+}  // namespace
+
+void ExitAfterPeerLoss(const std::string& message) {
+  net::Node* node = CurrentNode();
+  if (node != nullptr && node->info().launcher == "lmdx run") {
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+  }
+  LogLine(message);
+  std::fflush(nullptr);
+  ::_exit(1);
+}
+
+int Fail(const char* call, int code, const std::string& message) {
+  std::string text = std::string(call) + ": " + message;
+  if (error_mode.load(std::memory_order_relaxed) == LMDX_ERRORS_RETURN) {
+    last_error = text;
+    return code;
+  }
+  if (code == LMDX_ERR_PEER_LOST) ExitAfterPeerLoss(text);
+  LogLine(text);
+  std::fflush(nullptr);
+  ::_exit(1);
+}
+
+}  // namespace lmdx::api
+
+extern "C" {
+
+void lmdx_set_error_mode(lmdx_error_mode mode) {
+  lmdx::api::error_mode.store(mode == LMDX_ERRORS_RETURN ? LMDX_ERRORS_RETURN
+                                                         : LMDX_ERRORS_ARE_FATAL);
+}
+
+lmdx_error_mode lmdx_get_error_mode(void) {
+  return static_cast<lmdx_error_mode>(lmdx::api::error_mode.load());
+}
+
+const char* lmdx_last_error_message(void) { return lmdx::api::last_error.c_str(); }
+
+const char* lmdx_strerror(int code) {
+  switch (code) {
+    case LMDX_OK: return "success";
+    case LMDX_ERR_NOT_INITIALIZED: return "LMDX is not initialized (call lmdx_init first)";
+    case LMDX_ERR_ALREADY_INITIALIZED: return "LMDX is already initialized";
+    case LMDX_ERR_INVALID_ARGUMENT: return "invalid argument";
+    case LMDX_ERR_TRUNCATED: return "the message is longer than the receive buffer";
+    case LMDX_ERR_PEER_LOST: return "a node of the job was lost";
+    case LMDX_ERR_BOOTSTRAP: return "the node could not join the job";
+    case LMDX_ERR_NETWORK: return "network failure";
+    case LMDX_ERR_SHUTDOWN: return "the job is ending";
+    case LMDX_ERR_INTERNAL: return "internal error";
+    default: return "unknown LMDX error code";
+  }
+}
+
+}  // extern "C"

@@ -1,0 +1,44 @@
+#ifndef LMDX_API_INTERNAL_RUNTIME_STATE_H_
+#define LMDX_API_INTERNAL_RUNTIME_STATE_H_
+
+#include <lmdx/lmdx.h>
+
+#include <exception>
+#include <string>
+
+#include "base/error.h"
+#include "net/node.h"
+
+namespace lmdx::api {
+
+// The node of this process, or nullptr before lmdx_init and after lmdx_finalize.
+net::Node* CurrentNode();
+
+// Reports a failed call by the error mode: in LMDX_ERRORS_ARE_FATAL prints one line naming the
+// call, the rank and the reason, and ends the process; otherwise records the text for
+// lmdx_last_error_message() and returns code.
+int Fail(const char* call, int code, const std::string& message);
+
+// Runs body (returning an int result) and turns lmdx::Error into Fail(call, ...).
+template <typename Body>
+int Guard(const char* call, Body body) {
+  try {
+    return body();
+  } catch (const Error& error) {
+    return Fail(call, error.code(), error.what());
+  } catch (const std::exception& error) {
+    return Fail(call, LMDX_ERR_INTERNAL, error.what());
+  }
+}
+
+// The node, or a failure NOT_INITIALIZED naming the call.
+net::Node& RequireNode(const char* call);
+
+// Ends the process after a peer was lost. When started by `lmdx run`, waits a moment first: the
+// launcher sees the process that really failed and stops the whole job with a line naming it,
+// which is the message the user needs, not this node's view of it.
+[[noreturn]] void ExitAfterPeerLoss(const std::string& message);
+
+}  // namespace lmdx::api
+
+#endif  // LMDX_API_INTERNAL_RUNTIME_STATE_H_

@@ -1,0 +1,161 @@
+// Starting and ending a node: lmdx_init, lmdx_init_spmd, lmdx_finalize, lmdx_abort.
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <mutex>
+
+#include "api/internal/runtime_state.h"
+#include "base/log.h"
+#include "net/bootstrap.h"
+#include "net/rendezvous_server.h"
+
+namespace lmdx::api {
+namespace {
+
+enum class Style { kThreads, kSpmd };
+
+struct Runtime {
+  // A program started without a launcher hosts its own rendezvous and runs as a one-node job.
+  std::unique_ptr<net::RendezvousServer> own_rendezvous;
+  std::unique_ptr<net::Node> node;
+  Style style = Style::kSpmd;
+};
+
+std::mutex runtime_mutex;
+Runtime runtime;
+std::atomic<net::Node*> current_node{nullptr};
+bool ever_initialized = false;
+
+net::BootstrapInfo SingletonBootstrap() {
+  net::BootstrapInfo info;
+  info.secret = net::JobSecret::Generate();
+  runtime.own_rendezvous = net::RendezvousServer::Start(info.secret, 1);
+  info.rendezvous = runtime.own_rendezvous->address();
+  info.job_id = "singleton-" + std::to_string(::getpid());
+  info.bind_host = "127.0.0.1";
+  info.launcher = "no launcher (one node)";
+  return info;
+}
+
+bool StartedByLauncher() {
+  for (const auto& bootstrap : {net::MakeLauncherBootstrap(), net::MakeClusterBootstrap()}) {
+    if (bootstrap->Detected()) return true;
+  }
+  return false;
+}
+
+void OnPeerLost(int, const std::string& why) {
+  if (lmdx_get_error_mode() == LMDX_ERRORS_RETURN) {
+    LogLine(why + "; calls that need it will fail");
+    return;
+  }
+  ExitAfterPeerLoss(why + "; the job cannot go on");
+}
+
+// Threads style, rank 0: the job ends when main returns (or exit is called), with its status.
+void EndJobAtExit(int status, void*) {
+  std::lock_guard lock(runtime_mutex);
+  if (!runtime.node) return;
+  current_node.store(nullptr);
+  runtime.node->EndJob(status);
+  runtime.node.reset();
+  runtime.own_rendezvous.reset();
+}
+
+int Init(const char* call, Style style) {
+  {
+    std::lock_guard lock(runtime_mutex);
+    if (ever_initialized) {
+      return Fail(call, LMDX_ERR_ALREADY_INITIALIZED,
+                  "LMDX was already initialized in this process (lmdx_init and lmdx_init_spmd "
+                  "may be called once)");
+    }
+    ever_initialized = true;
+    net::BootstrapInfo info =
+        StartedByLauncher() ? net::DetectBootstrap() : SingletonBootstrap();
+    runtime.style = style;
+    runtime.node = std::make_unique<net::Node>(info);
+    runtime.node->SetPeerLostHook(OnPeerLost);
+    current_node.store(runtime.node.get());
+  }
+  net::Node& node = *current_node.load();
+  if (style == Style::kThreads) {
+    if (node.rank() != 0) {
+      // Serve the job until rank 0's main returns, then leave with its status.
+      int status = node.ServeUntilShutdown();
+      node.Stop();
+      std::fflush(nullptr);
+      std::exit(status);
+    }
+    ::on_exit(EndJobAtExit, nullptr);
+  }
+  return LMDX_OK;
+}
+
+}  // namespace
+
+net::Node* CurrentNode() { return current_node.load(std::memory_order_acquire); }
+
+net::Node& RequireNode(const char* call) {
+  net::Node* node = CurrentNode();
+  if (node == nullptr) {
+    throw Error(LMDX_ERR_NOT_INITIALIZED, ever_initialized
+                                              ? "called after lmdx_finalize"
+                                              : "called before lmdx_init or lmdx_init_spmd");
+  }
+  (void)call;
+  return *node;
+}
+
+}  // namespace lmdx::api
+
+using lmdx::api::Guard;
+
+extern "C" {
+
+int lmdx_init(int*, char***) {
+  return Guard("lmdx_init", [] { return lmdx::api::Init("lmdx_init", lmdx::api::Style::kThreads); });
+}
+
+int lmdx_init_spmd(int*, char***) {
+  return Guard("lmdx_init_spmd",
+               [] { return lmdx::api::Init("lmdx_init_spmd", lmdx::api::Style::kSpmd); });
+}
+
+int lmdx_finalize(void) {
+  return Guard("lmdx_finalize", [] {
+    using namespace lmdx::api;
+    lmdx::net::Node& node = RequireNode("lmdx_finalize");
+    std::lock_guard lock(runtime_mutex);
+    current_node.store(nullptr);
+    if (runtime.style == Style::kThreads) {
+      node.EndJob(0);
+    } else {
+      node.Finalize();
+    }
+    runtime.node.reset();
+    runtime.own_rendezvous.reset();
+    return LMDX_OK;
+  });
+}
+
+int lmdx_rank(void) {
+  lmdx::net::Node* node = lmdx::api::CurrentNode();
+  return node != nullptr ? node->rank() : -1;
+}
+
+int lmdx_size(void) {
+  lmdx::net::Node* node = lmdx::api::CurrentNode();
+  return node != nullptr ? node->size() : -1;
+}
+
+void lmdx_abort(int status, const char* message) {
+  lmdx::LogLine(std::string("lmdx_abort: ") + (message != nullptr ? message : "") +
+                " (status " + std::to_string(status) + ")");
+  std::fflush(nullptr);
+  ::_exit(status != 0 ? status : 1);
+}
+
+}  // extern "C"
