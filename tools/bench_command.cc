@@ -1,0 +1,64 @@
+#include "tools/bench_command.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "tools/usage_error.h"
+
+namespace lmdx::tools {
+
+const std::vector<Benchmark>& Benchmarks() {
+  static const std::vector<Benchmark> table = {
+      {"pingpong", "benchmarks/net/pingpong_bench",
+       "half round-trip latency and bandwidth, 8 B to 64 MiB, 2 nodes over TCP; OpenMPI beside"},
+  };
+  return table;
+}
+
+namespace {
+
+std::string BenchmarkList() {
+  std::string text;
+  for (const Benchmark& b : Benchmarks()) text += std::string("\n  ") + b.name + "  " + b.summary;
+  return text;
+}
+
+}  // namespace
+
+CLI::App* AddBenchCommand(CLI::App& app) {
+  CLI::App* bench = app.add_subcommand("bench", "Run a benchmark and print its table");
+  bench->footer(
+      "lmdx bench NAME [ARGS...]   (lmdx bench NAME --help: the benchmark's options)\n"
+      "Benchmarks:" +
+      BenchmarkList());
+  // The driver parses its own options.
+  bench->prefix_command();
+  return bench;
+}
+
+int BenchCommand(const std::vector<std::string>& args, const Paths& paths) {
+  if (args.empty()) throw UsageError("name a benchmark; known:" + BenchmarkList());
+  const Benchmark* found = nullptr;
+  for (const Benchmark& b : Benchmarks()) {
+    if (args[0] == b.name) found = &b;
+  }
+  if (found == nullptr) {
+    throw UsageError("no benchmark named '" + args[0] + "'; known:" + BenchmarkList());
+  }
+  std::string driver = (paths.bin() / found->driver).string();
+  if (!IsExecutableFile(driver)) {
+    throw UsageError("the benchmark driver is not built (no " + driver + "); run ./lmdx build");
+  }
+  ::setenv("LMDX_TOOL", SelfPath().c_str(), 1);
+  if (!paths.home().empty()) ::setenv("LMDX_HOME", paths.home().c_str(), 1);
+  std::vector<char*> argv = {driver.data()};
+  for (std::size_t i = 1; i < args.size(); ++i) argv.push_back(const_cast<char*>(args[i].c_str()));
+  argv.push_back(nullptr);
+  ::execv(driver.c_str(), argv.data());
+  throw UsageError("cannot start " + driver + ": " + std::strerror(errno));
+}
+
+}  // namespace lmdx::tools

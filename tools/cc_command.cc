@@ -1,0 +1,222 @@
+#include "tools/cc_command.h"
+
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+#include <system_error>
+
+#include "tools/exit_status.h"
+#include "tools/usage_error.h"
+
+extern char** environ;
+
+namespace lmdx::tools {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr char kDefaultCStd[] = "-std=gnu11";
+constexpr char kDefaultCxxStd[] = "-std=c++20";
+constexpr char kHelp[] =
+    "Compiles each source (.c as C11, .cc/.cpp/.cxx/.C as C++20) with -I LMDX_HOME/include and "
+    "links\nthe program with g++ against bazel-bin/api/liblmdx.so. Flags: -D -U -I -include "
+    "-isystem go to\ncompilation, -l -L -Wl, to linking, the rest (-O2, -g, -fsanitize=...) to "
+    "both.\n  -o OUT         the program to write (required)\n  -v, --verbose  print each "
+    "compiler command\nExample: lmdx cc prog.c -O2 -o prog && lmdx run ./prog -n 4";
+
+bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+// Removes its folder and everything in it when it goes out of scope.
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string pattern = std::string(base && *base ? base : "/tmp") + "/lmdx-cc-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      throw UsageError("cannot make a temporary folder in " + pattern + ": " +
+                       std::strerror(errno));
+    }
+    path_ = pattern;
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+// Runs command (found on PATH) and returns its exit status, 128 + signal if it was killed.
+int RunCompiler(const CommandLine& command) {
+  std::vector<char*> argv;
+  for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid;
+  int rc = ::posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ);
+  if (rc != 0) {
+    std::cerr << "lmdx cc: cannot run " << command[0] << ": " << std::strerror(rc) << "\n";
+    return 127;
+  }
+  int ws = 0;
+  while (::waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+  }
+  return ExitStatus::FromWaitStatus(ws).ShellCode();
+}
+
+}  // namespace
+
+std::optional<Language> SourceLanguage(const std::string& path) {
+  std::string ext = fs::path(path).extension().string();
+  if (ext == ".c") return Language::kC;
+  if (ext == ".cc" || ext == ".cpp" || ext == ".cxx" || ext == ".c++" || ext == ".C") {
+    return Language::kCxx;
+  }
+  return std::nullopt;
+}
+
+CcRequest ParseCcArguments(const std::vector<std::string>& args) {
+  CcRequest request;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    // An option whose value may be attached (-Ifoo) or the next argument (-I foo).
+    auto value_of = [&](const char* option) -> std::string {
+      std::size_t len = std::strlen(option);
+      if (arg.size() > len) return arg.substr(len);
+      if (i + 1 >= args.size()) throw UsageError(std::string(option) + " needs a value");
+      return args[++i];
+    };
+    if (arg == "-v" || arg == "--verbose") {
+      request.verbose = true;
+    } else if (StartsWith(arg, "-o")) {
+      request.output = value_of("-o");
+    } else if (arg == "-c" || arg == "-S" || arg == "-E") {
+      throw UsageError(arg + " is not supported: lmdx cc always builds a whole program");
+    } else if (StartsWith(arg, "-std=")) {
+      bool cxx = arg.find("++") != std::string::npos;
+      (cxx ? request.cxx_std : request.c_std) = arg;
+    } else if (arg == "-include" || arg == "-isystem") {
+      std::string option = arg;
+      request.compile_flags.push_back(option);
+      request.compile_flags.push_back(value_of(option.c_str()));
+    } else if (StartsWith(arg, "-I") || StartsWith(arg, "-D") || StartsWith(arg, "-U")) {
+      std::string option = arg.substr(0, 2);
+      request.compile_flags.push_back(option + value_of(option.c_str()));
+    } else if (StartsWith(arg, "-l") || StartsWith(arg, "-L")) {
+      std::string option = arg.substr(0, 2);
+      request.link_flags.push_back(option + value_of(option.c_str()));
+    } else if (arg == "-Xlinker") {
+      request.link_flags.push_back(arg);
+      request.link_flags.push_back(value_of("-Xlinker"));
+    } else if (StartsWith(arg, "-Wl,") || arg == "-rdynamic" || arg == "-static-libstdc++") {
+      request.link_flags.push_back(arg);
+    } else if (!arg.empty() && arg[0] == '-') {
+      request.common_flags.push_back(arg);
+    } else if (SourceLanguage(arg)) {
+      request.sources.push_back(arg);
+    } else {
+      request.link_inputs.push_back(arg);  // an object or a library given by path
+    }
+  }
+  if (request.sources.empty()) {
+    throw UsageError("no source files given (.c, .cc, .cpp, .cxx or .C); see lmdx cc --help");
+  }
+  if (request.output.empty()) {
+    throw UsageError("no output given: add -o PROGRAM; see lmdx cc --help");
+  }
+  return request;
+}
+
+CcLayout FindCcLayout(const Paths& paths) {
+  if (paths.home().empty()) {
+    throw UsageError("LMDX_HOME is not set; run lmdx cc through the ./lmdx script");
+  }
+  fs::path lib = paths.bin() / "api" / "liblmdx.so";
+  std::error_code ec;
+  if (!fs::exists(lib, ec)) {
+    throw UsageError("the LMDX library is not built (no " + lib.string() + "); run ./lmdx build");
+  }
+  // The real folder, not bazel-bin: the symlink follows whichever configuration built last.
+  return {paths.home() / "include", fs::canonical(lib, ec).parent_path()};
+}
+
+CcPlan PlanCc(const CcRequest& request, const CcLayout& layout, const fs::path& object_dir) {
+  CcPlan plan;
+  plan.link = {"g++"};
+  for (std::size_t i = 0; i < request.sources.size(); ++i) {
+    const std::string& source = request.sources[i];
+    bool c = SourceLanguage(source) == Language::kC;
+    // The index keeps objects apart when two sources share a file name (a/x.c and b/x.c).
+    fs::path object =
+        object_dir / (std::to_string(i) + "-" + fs::path(source).stem().string() + ".o");
+    CommandLine compile = {c ? "gcc" : "g++"};
+    const std::string& user_std = c ? request.c_std : request.cxx_std;
+    compile.push_back(user_std.empty() ? (c ? kDefaultCStd : kDefaultCxxStd) : user_std);
+    compile.push_back("-I" + layout.include_dir.string());
+    compile.insert(compile.end(), request.compile_flags.begin(), request.compile_flags.end());
+    compile.insert(compile.end(), request.common_flags.begin(), request.common_flags.end());
+    compile.push_back("-pthread");
+    compile.insert(compile.end(), {"-c", source, "-o", object.string()});
+    plan.compile.push_back(std::move(compile));
+    plan.link.push_back(object.string());
+  }
+  CommandLine& link = plan.link;
+  link.insert(link.end(), request.link_inputs.begin(), request.link_inputs.end());
+  link.insert(link.end(), request.common_flags.begin(), request.common_flags.end());
+  link.insert(link.end(), {"-o", request.output, "-L" + layout.lib_dir.string(),
+                           "-Wl,-rpath," + layout.lib_dir.string(), "-llmdx"});
+  link.insert(link.end(), request.link_flags.begin(), request.link_flags.end());
+  link.push_back("-pthread");
+  return plan;
+}
+
+std::string ShellQuote(const CommandLine& command) {
+  std::string out;
+  for (const std::string& word : command) {
+    if (!out.empty()) out += ' ';
+    bool plain = !word.empty() && word.find_first_not_of(
+                                      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                      "0123456789-_=+./,:@%") == std::string::npos;
+    if (plain) {
+      out += word;
+      continue;
+    }
+    out += '\'';
+    for (char ch : word) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+    out += '\'';
+  }
+  return out;
+}
+
+CLI::App* AddCcCommand(CLI::App& app) {
+  CLI::App* cc = app.add_subcommand("cc", "Compile and link a C or C++ program against LMDX");
+  cc->footer(std::string("lmdx cc SOURCES... -o OUT [-v] [compiler flags]\n") + kHelp);
+  // Compiler flags look like options CLI11 does not know; hand everything to ParseCcArguments.
+  cc->prefix_command();
+  return cc;
+}
+
+int CcCommand(const std::vector<std::string>& args, const Paths& paths) {
+  CcRequest request = ParseCcArguments(args);
+  CcLayout layout = FindCcLayout(paths);
+  TempDir objects;
+  CcPlan plan = PlanCc(request, layout, objects.path());
+  std::vector<CommandLine> steps = plan.compile;
+  steps.push_back(plan.link);
+  for (const CommandLine& step : steps) {
+    if (request.verbose) std::cerr << ShellQuote(step) << std::endl;
+    if (int status = RunCompiler(step); status != 0) return status;
+  }
+  return 0;
+}
+
+}  // namespace lmdx::tools

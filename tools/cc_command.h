@@ -1,0 +1,65 @@
+#ifndef LMDX_TOOLS_CC_COMMAND_H_
+#define LMDX_TOOLS_CC_COMMAND_H_
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tools/paths.h"
+
+namespace lmdx::tools {
+
+// `lmdx cc SOURCES... -o OUT [compiler flags]`: compiles and links a C or C++ program against
+// LMDX without Bazel. Every source is compiled to an object first and the objects are linked in a
+// second step, so a source-to-source step (the preprocessor) can slot in before compilation.
+
+using CommandLine = std::vector<std::string>;
+
+enum class Language { kC, kCxx };
+// By extension: .c is C; .cc, .cpp, .cxx, .c++ and .C are C++; anything else is not a source.
+std::optional<Language> SourceLanguage(const std::string& path);
+
+// What the user asked for, sorted by where each piece goes.
+struct CcRequest {
+  std::vector<std::string> sources;        // in the order given
+  std::vector<std::string> link_inputs;    // objects and libraries given by path
+  std::vector<std::string> compile_flags;  // -D, -U, -I, -include, -isystem
+  std::vector<std::string> link_flags;     // -l, -L, -Wl,..., -Xlinker
+  std::vector<std::string> common_flags;   // everything else (-O2, -g, -fsanitize=...): both steps
+  std::string c_std;                       // a -std= for C given by the user, else empty
+  std::string cxx_std;                     // a -std= for C++ given by the user, else empty
+  std::string output;
+  bool verbose = false;
+};
+
+// Throws UsageError for a missing -o, no sources, or an option missing its value.
+CcRequest ParseCcArguments(const std::vector<std::string>& args);
+
+// Where the LMDX headers and library are.
+struct CcLayout {
+  std::filesystem::path include_dir;  // LMDX_HOME/include
+  std::filesystem::path lib_dir;      // real path of the folder holding liblmdx.so
+};
+// Throws UsageError when LMDX_HOME is unknown or liblmdx.so is not built.
+CcLayout FindCcLayout(const Paths& paths);
+
+struct CcPlan {
+  std::vector<CommandLine> compile;  // one per source
+  CommandLine link;
+};
+// The compiler command lines for a request; objects go to object_dir.
+CcPlan PlanCc(const CcRequest& request, const CcLayout& layout,
+              const std::filesystem::path& object_dir);
+
+// A command line as a shell would need it typed, for --verbose.
+std::string ShellQuote(const CommandLine& command);
+
+CLI::App* AddCcCommand(CLI::App& app);
+// Runs the plan; returns 0, or the exit status of the first compiler command that failed.
+int CcCommand(const std::vector<std::string>& args, const Paths& paths);
+
+}  // namespace lmdx::tools
+
+#endif  // LMDX_TOOLS_CC_COMMAND_H_

@@ -1,0 +1,50 @@
+#ifndef LMDX_TOOLS_LAUNCHER_H_
+#define LMDX_TOOLS_LAUNCHER_H_
+
+#include <signal.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tools/signal_watch.h"
+
+namespace lmdx::tools {
+
+struct LaunchSpec {
+  std::string program;            // executable every node runs
+  std::vector<std::string> args;  // its arguments (argv[1..])
+  int nodes = 1;
+  bool tag_output = false;  // prefix each forwarded line with "[rank] "
+  std::optional<std::chrono::milliseconds> timeout;
+  // "NAME=value" entries every node gets on top of the launcher's environment (the job secret,
+  // the rendezvous address, the job id). LMDX_RANK and LMDX_SIZE are added per node.
+  std::vector<std::string> job_env;
+};
+
+// Timings of the launcher's stop sequence; tests may shorten them.
+struct LaunchTimings {
+  // After SIGTERM, how long nodes get before SIGKILL.
+  std::chrono::milliseconds kill_after{2000};
+  // After a node exits with a non-zero status, how long the others get to exit on their own
+  // (threads style: every node exits with rank 0's status, at nearly the same time) before the
+  // launcher stops them.
+  std::chrono::milliseconds exit_grace{1000};
+  // After the last node is gone, how long a pipe kept open by a node's own child is drained.
+  std::chrono::milliseconds drain{1000};
+};
+
+// Runs a job of spec.nodes processes on this machine and returns the launcher's exit status:
+// 0 when every node exited 0; the failing node's status (128 + signal when killed) when one
+// failed, after stopping the others; 124 on timeout; 128 + signal when the launcher was asked to
+// stop (SIGINT: 130, SIGTERM: 143). Prints one line on stderr naming the cause of any failure.
+// `signals` must watch SIGCHLD, SIGINT, SIGTERM and SIGHUP and exist before any thread starts.
+int RunJob(const LaunchSpec& spec, SignalWatch& signals, const LaunchTimings& timings = {});
+
+// The signals RunJob expects its SignalWatch to watch.
+inline std::vector<int> LauncherSignals() { return {SIGCHLD, SIGINT, SIGTERM, SIGHUP}; }
+
+}  // namespace lmdx::tools
+
+#endif  // LMDX_TOOLS_LAUNCHER_H_

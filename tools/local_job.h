@@ -1,0 +1,34 @@
+#ifndef LMDX_TOOLS_LOCAL_JOB_H_
+#define LMDX_TOOLS_LOCAL_JOB_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "net/rendezvous_server.h"
+
+namespace lmdx::tools {
+
+// What a job on this machine needs beside its processes: a fresh secret, a job id and the
+// rendezvous server where the nodes meet. The server lives as long as this object.
+class LocalJob {
+ public:
+  // Throws lmdx::Error when the rendezvous server cannot listen.
+  static LocalJob Create(int nodes);
+
+  const std::string& id() const { return id_; }
+  // LMDX_JOB_SECRET, LMDX_RENDEZVOUS and LMDX_JOB_ID as "NAME=value", for every node.
+  const std::vector<std::string>& environment() const { return environment_; }
+
+ private:
+  std::string id_;
+  std::unique_ptr<net::RendezvousServer> rendezvous_;
+  std::vector<std::string> environment_;
+};
+
+// 16 random hex digits naming the job's resources (shared-memory segments, logs).
+std::string NewJobId();
+
+}  // namespace lmdx::tools
+
+#endif  // LMDX_TOOLS_LOCAL_JOB_H_

@@ -1,0 +1,101 @@
+#include "tools/run_command.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <system_error>
+
+#include "tools/launcher.h"
+#include "tools/local_job.h"
+#include "tools/signal_watch.h"
+#include "tools/usage_error.h"
+
+namespace lmdx::tools {
+
+namespace fs = std::filesystem;
+
+CLI::App* AddRunCommand(CLI::App& app, RunOptions& options) {
+  CLI::App* run = app.add_subcommand("run", "Run a sample or an LMDX program on N local nodes");
+  run->footer(
+      "lmdx run NAME|PATH -n N [--tag-output] [--timeout SECONDS] [-- ARGS...]\n"
+      "NAME (no slash) is a sample, built as bazel-bin/samples/NAME/NAME; PATH is any "
+      "executable.\nWhen a node dies the others are stopped and the launcher exits non-zero, "
+      "naming the rank and the cause.\nExample: lmdx run hello -n 4 --tag-output");
+  run->add_option("program", options.target, "sample name or path of the executable")->required();
+  run->add_option("args", options.args, "arguments for every node (after --)");
+  run->add_option("-n,--nodes", options.nodes, "number of nodes (processes), at least 1")
+      ->required()
+      ->type_name("N");
+  run->add_flag("--tag-output", options.tag_output, "prefix each output line with [rank]");
+  run->add_option("--timeout", options.timeout, "stop the job after this many seconds (exit 124)")
+      ->type_name("SECONDS");
+  return run;
+}
+
+int ParseNodeCount(const std::string& text) {
+  int value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < 1 || value > kMaxNodes) {
+    throw UsageError("-n needs a whole number of nodes from 1 to " + std::to_string(kMaxNodes) +
+                     ", not '" + text + "'");
+  }
+  return value;
+}
+
+std::chrono::milliseconds ParseTimeout(const std::string& text) {
+  double seconds = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(seconds) ||
+      seconds <= 0) {
+    throw UsageError("--timeout needs a positive number of seconds, not '" + text + "'");
+  }
+  return std::chrono::milliseconds(static_cast<long long>(std::ceil(seconds * 1000)));
+}
+
+std::vector<std::string> AvailableSamples(const Paths& paths) {
+  std::vector<std::string> names;
+  if (paths.home().empty()) return names;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(paths.home() / "samples", ec)) {
+    if (entry.is_directory(ec)) names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+fs::path ResolveProgram(const std::string& target, const Paths& paths) {
+  if (target.find('/') != std::string::npos) {
+    std::error_code ec;
+    if (!fs::exists(target, ec)) throw UsageError("no such program: " + target);
+    if (!IsExecutableFile(target)) throw UsageError(target + " is not an executable file");
+    return fs::absolute(target, ec);
+  }
+  fs::path sample = paths.bin() / "samples" / target / target;
+  if (IsExecutableFile(sample)) return sample;
+  std::vector<std::string> samples = AvailableSamples(paths);
+  if (std::find(samples.begin(), samples.end(), target) != samples.end()) {
+    throw UsageError("the sample '" + target + "' is not built (no " + sample.string() +
+                     "); run ./lmdx build");
+  }
+  std::string known;
+  for (const std::string& s : samples) known += (known.empty() ? "" : ", ") + s;
+  throw UsageError("no sample named '" + target +
+                   "' (available: " + (known.empty() ? "none found" : known) +
+                   "); to run a program of your own, give its path, e.g. ./" + target);
+}
+
+int RunCommand(const RunOptions& options, const Paths& paths) {
+  LaunchSpec spec;
+  spec.nodes = ParseNodeCount(options.nodes);
+  if (!options.timeout.empty()) spec.timeout = ParseTimeout(options.timeout);
+  spec.program = ResolveProgram(options.target, paths).string();
+  spec.args = options.args;
+  spec.tag_output = options.tag_output;
+  // The watch comes before the rendezvous server's thread, which must inherit the blocked mask.
+  SignalWatch signals(LauncherSignals());
+  LocalJob job = LocalJob::Create(spec.nodes);
+  spec.job_env = job.environment();
+  return RunJob(spec, signals);
+}
+
+}  // namespace lmdx::tools

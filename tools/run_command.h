@@ -1,0 +1,42 @@
+#ifndef LMDX_TOOLS_RUN_COMMAND_H_
+#define LMDX_TOOLS_RUN_COMMAND_H_
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tools/paths.h"
+
+namespace lmdx::tools {
+
+// `lmdx run NAME|PATH -n N [--tag-output] [--timeout SECONDS] [-- program args]`.
+struct RunOptions {
+  std::string target;
+  std::string nodes;  // text, so that "-n abc" gets our message rather than the parser's
+  std::string timeout;
+  bool tag_output = false;
+  std::vector<std::string> args;
+};
+
+CLI::App* AddRunCommand(CLI::App& app, RunOptions& options);
+
+// Parses -n: a whole number from 1 to kMaxNodes. Throws UsageError.
+inline constexpr int kMaxNodes = 1024;
+int ParseNodeCount(const std::string& text);
+// Parses --timeout: seconds, a positive number (fractions allowed). Throws UsageError.
+std::chrono::milliseconds ParseTimeout(const std::string& text);
+
+// NAME without a slash is a sample: bin/samples/NAME/NAME. Anything with a slash is a path to an
+// executable. Throws UsageError naming what is wrong (and, for a sample, the ones there are).
+std::filesystem::path ResolveProgram(const std::string& target, const Paths& paths);
+// The samples in the repository: the folders under LMDX_HOME/samples, sorted.
+std::vector<std::string> AvailableSamples(const Paths& paths);
+
+// Starts the job and returns the launcher's exit status.
+int RunCommand(const RunOptions& options, const Paths& paths);
+
+}  // namespace lmdx::tools
+
+#endif  // LMDX_TOOLS_RUN_COMMAND_H_
