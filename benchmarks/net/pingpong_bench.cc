@@ -1,0 +1,161 @@
+// `lmdx bench pingpong`: runs the LMDX ping-pong and, when OpenMPI is installed, the same
+// pattern over MPI in one invocation, and prints them side by side. The lmdx tool execs this
+// with LMDX_TOOL (its own C++ tool, whose `run` starts an LMDX job) and LMDX_HOME set.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "benchmarks/net/child_process.h"
+#include "benchmarks/net/other_load.h"
+#include "benchmarks/net/pingpong_common.h"
+#include "benchmarks/net/pingpong_table.h"
+
+namespace lmdx::bench {
+namespace {
+
+struct Run {
+  std::string name;  // "LMDX" or "MPI", as the table and error lines call it
+  std::vector<std::string> argv;
+  std::vector<std::pair<std::string, std::string>> env;
+};
+
+// Flags passed unchanged to both programs, so the two measure the same sizes the same way.
+std::vector<std::string> pass_through(const PingPongOptions& o) {
+  char target[32];
+  std::snprintf(target, sizeof target, "%g", o.target_ms);
+  return {"--min", std::to_string(o.min_bytes), "--max",       std::to_string(o.max_bytes),
+          "--reps", std::to_string(o.reps),     "--target-ms", target};
+}
+
+// Runs one job and returns its results, or nothing (after one line on stderr) when it failed.
+// Adds to notes when other work on the machine may have distorted the figures.
+std::optional<std::vector<PingPongResult>> run_job(const Run& run, std::size_t expected,
+                                                   std::vector<std::string>& notes) {
+  std::cerr << "running the " << run.name << " ping-pong:";
+  for (const auto& a : run.argv) std::cerr << ' ' << a;
+  std::cerr << std::endl;
+
+  std::vector<PingPongResult> results;
+  std::vector<std::string> other_lines;
+  const OtherLoadMeter load;
+  const ChildOutcome outcome = run_child(run.argv, run.env, [&](const std::string& line) {
+    PingPongResult r;
+    if (parse_result_line(line, r)) {
+      results.push_back(r);
+      std::cerr << "  " << run.name << ' ' << human_size(r.size_bytes) << ": " << r.latency_us
+                << " us, " << r.bandwidth_mbps << " MB/s" << std::endl;
+    } else if (line != kPingPongHeader) {
+      other_lines.push_back(line);
+    }
+  });
+
+  // A quarter of a core is enough to show up in microsecond latencies on a small machine.
+  if (const double others = load.cores_used_by_others(); others > 0.25) {
+    char note[160];
+    std::snprintf(note, sizeof note,
+                  "note: other processes kept %.1f cores busy during the %s run; its figures are "
+                  "distorted",
+                  others, run.name.c_str());
+    notes.push_back(note);
+  }
+
+  std::string failure;
+  if (!outcome.ok()) {
+    failure = describe(outcome);
+  } else if (results.size() != expected) {
+    failure = "reported " + std::to_string(results.size()) + " of " + std::to_string(expected) +
+              " sizes";
+  }
+  if (failure.empty()) return results;
+  // Whatever else the job printed on stdout (its launcher's messages) helps explain why.
+  for (const auto& l : other_lines) std::cerr << "  | " << l << '\n';
+  std::cerr << "pingpong: the " << run.name << " run failed: " << failure << std::endl;
+  return std::nullopt;
+}
+
+int bench_main(int argc, char** argv) {
+  PingPongOptions options;
+  std::string csv_path;
+  std::string lmdx_tool;
+  if (const char* env = std::getenv("LMDX_TOOL")) lmdx_tool = env;
+
+  CLI::App app{
+      "Ping-pong between 2 nodes on this machine: half round-trip latency and bandwidth per\n"
+      "message size, median of several repetitions, for LMDX and (when OpenMPI is installed)\n"
+      "for MPI over its TCP transport in the same run."};
+  add_pingpong_flags(app, options);
+  app.add_option("--csv", csv_path, "also write the table as CSV to this file");
+  app.add_option("--lmdx-tool", lmdx_tool, "the lmdx tool that launches LMDX jobs")
+      ->default_str("$LMDX_TOOL");
+  CLI11_PARSE(app, argc, argv);
+
+  const std::string dir = own_directory();
+  const std::vector<std::string> args = pass_through(options);
+  const std::size_t expected = pingpong_sizes(options.min_bytes, options.max_bytes).size();
+  bool failed = false;
+  PingPongComparison comparison;
+  std::vector<std::string> load_notes;
+
+  if (lmdx_tool.empty()) {
+    std::cerr << "pingpong: the LMDX run failed: LMDX_TOOL is not set (run `lmdx bench pingpong`, "
+                 "or pass --lmdx-tool)"
+              << std::endl;
+    failed = true;
+  } else {
+    Run run{"LMDX", {lmdx_tool, "run", dir + "/pingpong", "-n", "2", "--"}, {}};
+    run.argv.insert(run.argv.end(), args.begin(), args.end());
+    comparison.lmdx = run_job(run, expected, load_notes);
+    failed |= !comparison.lmdx;
+  }
+
+  const std::string mpirun = find_on_path("mpirun");
+  if (!mpirun.empty()) {
+    // pml ob1 makes OpenMPI honour the btl list: otherwise it may pick UCX or libfabric, which
+    // move messages through shared memory, and the comparison would no longer be TCP with TCP.
+    Run run{"MPI",
+            {mpirun, "-n", "2", "--mca", "pml", "ob1", "--mca", "btl", "self,tcp", "--bind-to",
+             "none", dir + "/pingpong_mpi"},
+            {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}}};
+    run.argv.insert(run.argv.end(), args.begin(), args.end());
+    comparison.mpi = run_job(run, expected, load_notes);
+    failed |= !comparison.mpi;
+  }
+
+  std::cout << '\n';
+  if (comparison.lmdx || comparison.mpi) {
+    std::cout << "ping-pong, 2 nodes on this host, half round trip, median of " << options.reps
+              << " repetitions\n";
+    print_table(comparison, std::cout);
+    if (comparison.mpi) std::cout << "MPI: OpenMPI with --mca pml ob1 --mca btl self,tcp\n";
+    if (comparison.lmdx && comparison.mpi) {
+      std::cout << "ratios are LMDX/MPI: latency under 1x and bandwidth over 1x favour LMDX\n";
+    }
+  }
+  for (const auto& note : load_notes) std::cout << note << '\n';
+  if (mpirun.empty()) {
+    std::cout << "OpenMPI is not installed (no mpirun on PATH): the MPI comparison was skipped.\n";
+  }
+  std::cout << std::flush;
+
+  if (!csv_path.empty() && (comparison.lmdx || comparison.mpi)) {
+    std::ofstream csv(csv_path);
+    write_csv(comparison, csv);
+    csv.close();
+    if (!csv) {
+      std::cerr << "pingpong: could not write " << csv_path << std::endl;
+      failed = true;
+    }
+  }
+  return failed ? 1 : 0;
+}
+
+}  // namespace
+}  // namespace lmdx::bench
+
+int main(int argc, char** argv) { return lmdx::bench::bench_main(argc, argv); }
