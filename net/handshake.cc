@@ -146,7 +146,9 @@ void Handshake::OnMessage() {
       return;
     }
     case Step::kAwaitAccept: {
-      if (kind != kAccept) return Fail("the peer sent no handshake acceptance");
+      if (kind != kAccept) {
+        return Fail("the peer sent no handshake acceptance (kind " + std::to_string(kind) + ")");
+      }
       Mac proof{};
       Extract(message, kPreambleSize, proof);
       Mac expected = Proof("LMDX-server", my_nonce_, peer_nonce_, peer_id_, my_id_);

@@ -30,7 +30,7 @@ std::string Rank(int rank) { return "rank " + std::to_string(rank); }
 
 }  // namespace
 
-Node::Node(const BootstrapInfo& info) : info_(info) {
+Node::Node(const BootstrapInfo& info) : info_(info), lost_(static_cast<std::size_t>(info.size)) {
   SetLogRank(info_.rank);
   engine_.Start();
   transport_ = std::make_unique<TcpTransport>(engine_, *this, info_.secret, info_.rank, info_.size,
@@ -70,6 +70,7 @@ void Node::JoinThroughRendezvous() {
       throw Error(LMDX_ERR_BOOTSTRAP, where + " sent no valid job table");
     }
     transport_->SetJobTable(table);
+    job_table_ = std::move(table);
   } catch (const Error& error) {
     Stop();
     throw Error(LMDX_ERR_BOOTSTRAP, std::string("cannot join the job: ") + error.what());
@@ -352,6 +353,11 @@ void Node::OnPeerLost(int rank, const std::string& why) {
     pending->done.Signal();
   }
   mailbox_.FailSource(rank, text);
+  if (rank >= 0 && rank < info_.size) {
+    std::lock_guard lock(lost_mutex_);
+    lost_[static_cast<std::size_t>(rank)] = true;
+    lost_changed_.notify_all();
+  }
   if (ending() || stopped_.load()) return;
   PeerLostHook hook;
   {
@@ -369,6 +375,12 @@ void Node::OnPeerLost(int rank, const std::string& why) {
 int Node::ServeUntilShutdown() {
   shutdown_received_.Wait();
   return shutdown_status_.load();
+}
+
+bool Node::WaitUntilPeerGone(int rank, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(lost_mutex_);
+  return lost_changed_.wait_for(lock, timeout,
+                                [&] { return static_cast<bool>(lost_[static_cast<std::size_t>(rank)]); });
 }
 
 void Node::EndJob(int status) {

@@ -3,12 +3,15 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "base/fd.h"
 #include "net/bootstrap.h"
@@ -48,6 +51,8 @@ class Node : public TransportHost {
   int rank() const { return info_.rank; }
   int size() const { return info_.size; }
   const BootstrapInfo& info() const { return info_; }
+  // Every node's host and endpoints, as the rendezvous gave them.
+  const wire::JobTable& job_table() const { return job_table_; }
   ProgressEngine& engine() { return engine_; }
   Mailbox& mailbox() { return mailbox_; }
 
@@ -71,6 +76,9 @@ class Node : public TransportHost {
 
   // Threads style, ranks other than 0: serve until rank 0 ends the job; returns its status.
   int ServeUntilShutdown();
+  // Waits until the connection with rank has closed (the process is gone), at most timeout.
+  // Threads style: the other ranks leave after rank 0, so a launcher sees rank 0's status first.
+  bool WaitUntilPeerGone(int rank, std::chrono::milliseconds timeout);
   // Threads style, rank 0: tell every node the job ended with status, wait for them briefly.
   void EndJob(int status);
   // SPMD style: collective; returns when every rank has called it.
@@ -110,6 +118,7 @@ class Node : public TransportHost {
   Mailbox mailbox_;
   std::unique_ptr<Transport> transport_;
   Fd rendezvous_fd_;
+  wire::JobTable job_table_;
 
   std::mutex handlers_mutex_;
   std::array<Handler, static_cast<std::size_t>(MessageType::kLimit)> handlers_;
@@ -119,6 +128,10 @@ class Node : public TransportHost {
   std::mutex requests_mutex_;
   std::unordered_map<std::uint64_t, PendingRequest*> requests_;
   std::atomic<std::uint64_t> next_request_id_{1};
+
+  std::mutex lost_mutex_;
+  std::condition_variable lost_changed_;
+  std::vector<bool> lost_;  // by rank
 
   std::atomic<bool> ending_{false};
   std::atomic<bool> stopped_{false};

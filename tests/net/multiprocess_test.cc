@@ -1,0 +1,66 @@
+// Real jobs of real node processes, started through the launcher users use.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "tests/testing/job_runner.h"
+
+namespace lmdx::testing {
+namespace {
+
+std::string Program(const char* variable) { return BinaryFromEnv(variable); }
+
+class ExchangeTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(ExchangeTest, EveryMessageArrivesIntact) {
+  int nodes = GetParam();
+  // 64 MiB around the ring on 2 and 4 nodes; 8 nodes keep to 8 MiB to spare the machine.
+  std::string big = nodes <= 4 ? std::to_string(64 << 20) : std::to_string(8 << 20);
+  JobResult job = RunJob(Program("EXCHANGE"), nodes, {big});
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  EXPECT_EQ(CountOf(job.out, " verified "), nodes) << job.out;
+  // Per rank: 3 sizes from each peer, one any-source message from each, the ring, itself, and
+  // the truncation check (which counts none).
+  int expected = 4 * (nodes - 1) + 2;
+  EXPECT_EQ(CountOf(job.out, "verified " + std::to_string(expected) + " messages"), nodes)
+      << job.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Nodes, ExchangeTest, ::testing::Values(2, 4, 8));
+
+TEST(MultiprocessTest, ACrashingNodeEndsTheJobNamingItsRank) {
+  // Under AddressSanitizer a SIGSEGV would become an ASan report and exit status 1; the test is
+  // about the launcher, so let the signal kill the process as it would without ASan.
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  std::string options = std::string(asan != nullptr ? asan : "") + ":handle_segv=0";
+  ::setenv("ASAN_OPTIONS", options.c_str(), 1);
+  JobResult job = RunJob(Program("CRASH"), 4, {"2"}, {}, std::chrono::seconds(30));
+  EXPECT_NE(job.exit_code, 0);
+  EXPECT_LT(job.elapsed, std::chrono::seconds(5)) << job.err;
+  EXPECT_NE(job.err.find("rank 2"), std::string::npos) << job.err;
+  EXPECT_NE(job.err.find("SIGSEGV"), std::string::npos) << job.err;
+  EXPECT_EQ(CountOf(job.err, "lmdx run:"), 1) << job.err;
+}
+
+TEST(MultiprocessTest, StrangersAreRefusedAndTheJobGoesOn) {
+  JobResult job = RunJob(Program("INTRUDER"), 2, {}, {}, std::chrono::seconds(90));
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  EXPECT_EQ(CountOf(job.out, "verified after the intrusions"), 2) << job.out;
+  EXPECT_NE(job.err.find("failed the job-secret proof"), std::string::npos) << job.err;
+  EXPECT_NE(job.err.find("wire version"), std::string::npos) << job.err;
+  EXPECT_NE(job.err.find("rendezvous: refused"), std::string::npos) << job.err;
+}
+
+TEST(MultiprocessTest, ThreadsStyleJobEndsWithRankZerosStatus) {
+  for (int status : {0, 3}) {
+    JobResult job = RunJob(Program("THREADS_STYLE"), 4, {std::to_string(status)});
+    EXPECT_EQ(job.exit_code, status) << job.out << job.err;
+    // Only rank 0 runs main; the other ranks serve and leave when it returns.
+    EXPECT_EQ(CountOf(job.out, "main runs on rank 0 of 4"), 1) << job.out;
+    EXPECT_EQ(CountOf(job.out, "main runs on rank"), 1) << job.out;
+  }
+}
+
+}  // namespace
+}  // namespace lmdx::testing

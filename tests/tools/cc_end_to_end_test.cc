@@ -1,0 +1,110 @@
+// `lmdx cc` as a user outside the repository runs it: a C and a C++ program written against
+// <lmdx/lmdx.h> are compiled and linked with the tool, then run as a job with `lmdx run`.
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/tools/subprocess.h"
+#include "tests/tools/test_binaries.h"
+
+namespace lmdx::tools::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kProgram[] = R"(#include <lmdx/lmdx.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+  lmdx_init_spmd(&argc, &argv);
+  int rank = lmdx_rank();
+  if (rank != 0) {
+    lmdx_send(0, &rank, sizeof rank);
+  } else {
+    int sum = 0;
+    for (int i = 1; i < lmdx_size(); ++i) {
+      int value = 0;
+      lmdx_status status;
+      lmdx_recv(LMDX_ANY_SOURCE, &value, sizeof value, &status);
+      sum += value;
+    }
+    printf("sum %d\n", sum);
+  }
+  lmdx_finalize();
+  return 0;
+}
+)";
+
+// A repository as the tool expects it (include/ and bazel-bin/api/liblmdx.so), made of links
+// into the test's runfiles, and a folder outside it for the user's program.
+class CcEndToEndTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "lmdx-cc-test-XXXXXX").string();
+    root_ = ::mkdtemp(pattern.data());
+    home_ = root_ / "lmdx";
+    fs::create_directories(home_ / "bazel-bin" / "api");
+    fs::create_directory_symlink(fs::absolute("include"), home_ / "include");
+    fs::create_symlink(TestBinary("LIBLMDX_SO"), home_ / "bazel-bin" / "api" / "liblmdx.so");
+    user_ = root_ / "user";
+    fs::create_directories(user_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  Outcome Lmdx(std::vector<std::string> args) {
+    args.insert(args.begin(), TestBinary("LMDX_TOOL_BIN"));
+    return RunProcess(args, {"LMDX_HOME=" + home_.string()});
+  }
+
+  // Under the sanitizer configuration liblmdx.so carries ASan; a program loading it must too.
+  static std::vector<std::string> SanitizerFlags() {
+#if defined(__SANITIZE_ADDRESS__)
+    return {"-fsanitize=address,undefined"};
+#else
+    return {};
+#endif
+  }
+
+  fs::path root_, home_, user_;
+};
+
+TEST_F(CcEndToEndTest, CProgramBuildsAndRuns) {
+  fs::path source = user_ / "sum.c";
+  std::ofstream(source) << kProgram;
+  fs::path program = user_ / "sum";
+  std::vector<std::string> cc = {"cc", source.string(), "-O2", "-o", program.string(), "-v"};
+  for (const std::string& flag : SanitizerFlags()) cc.push_back(flag);
+  Outcome built = Lmdx(cc);
+  ASSERT_EQ(built.code, 0) << built.err;
+  EXPECT_NE(built.err.find("gcc -std=gnu11"), std::string::npos) << built.err;  // -v
+  Outcome ran = Lmdx({"run", program.string(), "-n", "4"});
+  EXPECT_EQ(ran.code, 0) << ran.err;
+  EXPECT_EQ(ran.out, "sum 6\n");
+}
+
+TEST_F(CcEndToEndTest, CxxProgramBuildsAndRuns) {
+  fs::path source = user_ / "sum.cc";
+  std::ofstream(source) << kProgram;
+  fs::path program = user_ / "sum_cxx";
+  std::vector<std::string> cc = {"cc", source.string(), "-o", program.string()};
+  for (const std::string& flag : SanitizerFlags()) cc.push_back(flag);
+  Outcome built = Lmdx(cc);
+  ASSERT_EQ(built.code, 0) << built.err;
+  Outcome ran = Lmdx({"run", program.string(), "-n", "3"});
+  EXPECT_EQ(ran.code, 0) << ran.err;
+  EXPECT_EQ(ran.out, "sum 3\n");
+}
+
+TEST_F(CcEndToEndTest, CompilerFailurePassesItsStatusThrough) {
+  fs::path source = user_ / "broken.c";
+  std::ofstream(source) << "int main(void) { return undeclared; }\n";
+  Outcome built = Lmdx({"cc", source.string(), "-o", (user_ / "broken").string()});
+  EXPECT_EQ(built.code, 1);
+  EXPECT_NE(built.err.find("undeclared"), std::string::npos) << built.err;
+  EXPECT_FALSE(fs::exists(user_ / "broken"));
+}
+
+}  // namespace
+}  // namespace lmdx::tools::testing
