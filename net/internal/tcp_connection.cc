@@ -44,8 +44,11 @@ TcpConnection::TcpConnection(Fd fd, bool outgoing, int expected_peer, Handshake 
 TcpConnection::~TcpConnection() = default;
 
 void TcpConnection::Start() {
+  // A server speaks first: the challenge goes out before the progress thread can see the socket,
+  // so that afterwards only the progress thread touches the handshake.
+  if (!outgoing_ && !FeedHandshake()) return;
   std::weak_ptr<TcpConnection> weak = weak_from_this();
-  engine_.Add(fd_.get(), connecting_ ? (EPOLLOUT | EPOLLIN) : kReadEvents,
+  engine_.Add(fd_.get(), outgoing_ ? (EPOLLOUT | EPOLLIN) : kReadEvents,
               [weak](std::uint32_t events) {
                 if (auto self = weak.lock()) self->OnEvents(events);
               });
@@ -59,7 +62,6 @@ void TcpConnection::Start() {
     }
     if (pending) self->Close("the handshake did not complete within 5 s");
   });
-  if (!connecting_) FeedHandshake();  // a server speaks first: send the challenge
 }
 
 void TcpConnection::OnEvents(std::uint32_t events) {

@@ -30,11 +30,13 @@ TEST_P(ExchangeTest, EveryMessageArrivesIntact) {
 INSTANTIATE_TEST_SUITE_P(Nodes, ExchangeTest, ::testing::Values(2, 4, 8));
 
 TEST(MultiprocessTest, ACrashingNodeEndsTheJobNamingItsRank) {
-  // Under AddressSanitizer a SIGSEGV would become an ASan report and exit status 1; the test is
+  // Under a sanitizer a SIGSEGV would become its report and exit status 1; the test is
   // about the launcher, so let the signal kill the process as it would without ASan.
-  const char* asan = std::getenv("ASAN_OPTIONS");
-  std::string options = std::string(asan != nullptr ? asan : "") + ":handle_segv=0";
-  ::setenv("ASAN_OPTIONS", options.c_str(), 1);
+  for (const char* variable : {"ASAN_OPTIONS", "TSAN_OPTIONS"}) {
+    const char* options = std::getenv(variable);
+    std::string value = std::string(options != nullptr ? options : "") + ":handle_segv=0";
+    ::setenv(variable, value.c_str(), 1);
+  }
   JobResult job = RunJob(Program("CRASH"), 4, {"2"}, {}, std::chrono::seconds(30));
   EXPECT_NE(job.exit_code, 0);
   EXPECT_LT(job.elapsed, std::chrono::seconds(5)) << job.err;
