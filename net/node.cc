@@ -33,13 +33,17 @@ std::string Rank(int rank) { return "rank " + std::to_string(rank); }
 Node::Node(const BootstrapInfo& info) : info_(info), lost_(static_cast<std::size_t>(info.size)) {
   SetLogRank(info_.rank);
   engine_.Start();
+  Completion::SetDriver(&engine_);
   transport_ = std::make_unique<TcpTransport>(engine_, *this, info_.secret, info_.rank, info_.size,
                                               info_.bind_host);
   RegisterBuiltinHandlers();
   JoinThroughRendezvous();
 }
 
-Node::~Node() { Stop(); }
+Node::~Node() {
+  Stop();
+  Completion::SetDriver(nullptr);
+}
 
 void Node::JoinThroughRendezvous() {
   std::string where = "the rendezvous at " + info_.rendezvous + " (" + info_.launcher + ")";
@@ -151,7 +155,7 @@ void Node::Send(int dest, MessageType type, std::string body, Payload payload) {
     SendFrame(dest, std::move(message));
     return;
   }
-  if (engine_.OnProgressThread()) {
+  if (engine_.InDispatch()) {
     throw Error(LMDX_ERR_INTERNAL, "the progress thread may only send payloads it owns");
   }
   // The payload is the caller's memory: wait until the kernel has it.
@@ -180,7 +184,7 @@ void Node::SendFrame(int dest, OutgoingMessage message) {
     DeliverToSelf(std::move(message));
     return;
   }
-  transport_->Send(dest, std::move(message), /*may_block=*/!engine_.OnProgressThread());
+  transport_->Send(dest, std::move(message), /*may_block=*/!engine_.InDispatch());
 }
 
 // A frame to this node skips the network but still reaches its handler on the progress thread,
@@ -409,6 +413,7 @@ void Node::Finalize() {
 
 void Node::Stop() {
   if (stopped_.exchange(true)) return;
+  Completion::SetDriver(nullptr);
   ending_.store(true, std::memory_order_release);
   if (transport_) transport_->Close();
   engine_.Stop();

@@ -1,34 +1,37 @@
 #include "net/progress_engine.h"
 
 #include <sys/eventfd.h>
-#include <time.h>
 
 #include <algorithm>
 #include <cerrno>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
 
 namespace lmdx::net {
 namespace {
 
-std::int64_t NowMs() {
-  timespec now{};
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return std::int64_t{now.tv_sec} * 1000 + now.tv_nsec / 1000000;
-}
+thread_local bool in_dispatch = false;
+
 
 }  // namespace
 
 ProgressEngine::ProgressEngine()
-    : epoll_fd_(::epoll_create1(EPOLL_CLOEXEC)), wake_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
-  if (!epoll_fd_) ThrowSystemError("epoll_create1", errno, LMDX_ERR_INTERNAL);
+    : epoll_fd_(::epoll_create1(EPOLL_CLOEXEC)),
+      outer_fd_(::epoll_create1(EPOLL_CLOEXEC)),
+      wake_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+  if (!epoll_fd_ || !outer_fd_) ThrowSystemError("epoll_create1", errno, LMDX_ERR_INTERNAL);
   if (!wake_fd_) ThrowSystemError("eventfd", errno, LMDX_ERR_INTERNAL);
-  epoll_event event{};
-  event.events = EPOLLIN;
-  event.data.fd = wake_fd_.get();
-  if (::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, wake_fd_.get(), &event) != 0) {
-    ThrowSystemError("epoll_ctl(eventfd)", errno, LMDX_ERR_INTERNAL);
+  for (auto [set, fd] : {std::pair{epoll_fd_.get(), wake_fd_.get()},
+                         std::pair{outer_fd_.get(), wake_fd_.get()},
+                         std::pair{outer_fd_.get(), epoll_fd_.get()}}) {
+    epoll_event event{};
+    event.events = EPOLLIN;
+    event.data.fd = fd;
+    if (::epoll_ctl(set, EPOLL_CTL_ADD, fd, &event) != 0) {
+      ThrowSystemError("epoll_ctl", errno, LMDX_ERR_INTERNAL);
+    }
   }
 }
 
@@ -99,7 +102,7 @@ void ProgressEngine::Post(Task task) {
 void ProgressEngine::PostAfter(int delay_ms, Task task) {
   {
     std::lock_guard lock(mutex_);
-    timers_.push_back(Timer{NowMs() + delay_ms, std::move(task)});
+    timers_.push_back(Timer{MonotonicMs() + delay_ms, std::move(task)});
   }
   std::uint64_t one = 1;
   [[maybe_unused]] ssize_t n = ::write(wake_fd_.get(), &one, sizeof one);
@@ -108,7 +111,7 @@ void ProgressEngine::PostAfter(int delay_ms, Task task) {
 int ProgressEngine::NextTimeoutMs() {
   std::lock_guard lock(mutex_);
   if (timers_.empty()) return -1;
-  std::int64_t now = NowMs();
+  std::int64_t now = MonotonicMs();
   std::int64_t soonest = timers_.front().due_ms;
   for (const Timer& timer : timers_) soonest = std::min(soonest, timer.due_ms);
   return static_cast<int>(std::clamp<std::int64_t>(soonest - now, 0, 10000));
@@ -120,7 +123,7 @@ void ProgressEngine::RunPosted() {
   {
     std::lock_guard lock(mutex_);
     tasks.swap(posted_);
-    std::int64_t now = NowMs();
+    std::int64_t now = MonotonicMs();
     auto first_due = std::partition(timers_.begin(), timers_.end(),
                                     [now](const Timer& timer) { return timer.due_ms > now; });
     for (auto it = first_due; it != timers_.end(); ++it) due.push_back(std::move(it->task));
@@ -130,33 +133,81 @@ void ProgressEngine::RunPosted() {
   for (Task& task : due) task();
 }
 
+bool ProgressEngine::InDispatch() const { return in_dispatch || OnProgressThread(); }
+
+void ProgressEngine::DispatchLocked(const epoll_event* events, int count) {
+  in_dispatch = true;
+  for (int i = 0; i < count && !stopping_.load(std::memory_order_acquire); ++i) {
+    int fd = events[i].data.fd;
+    if (fd == wake_fd_.get()) {
+      std::uint64_t value;
+      [[maybe_unused]] ssize_t n = ::read(wake_fd_.get(), &value, sizeof value);
+      continue;
+    }
+    std::shared_ptr<Registration> registration;
+    {
+      std::lock_guard lock(mutex_);
+      auto it = registrations_.find(fd);
+      if (it == registrations_.end()) continue;
+      registration = it->second;
+    }
+    // The same ready socket may be reported to two threads; a callback that finds nothing to do
+    // returns at once (EAGAIN).
+    registration->callback(events[i].events);
+  }
+  RunPosted();
+  in_dispatch = false;
+}
+
+void ProgressEngine::BeginDriving() {
+  std::lock_guard lock(drivers_mutex_);
+  if (drivers_++ == 0) ::epoll_ctl(outer_fd_.get(), EPOLL_CTL_DEL, epoll_fd_.get(), nullptr);
+}
+
+void ProgressEngine::EndDriving() {
+  std::lock_guard lock(drivers_mutex_);
+  if (--drivers_ == 0) {
+    epoll_event event{};
+    event.events = EPOLLIN;
+    event.data.fd = epoll_fd_.get();
+    ::epoll_ctl(outer_fd_.get(), EPOLL_CTL_ADD, epoll_fd_.get(), &event);
+  }
+}
+
+void ProgressEngine::DriveBriefly(Completion& completion) {
+  if (InDispatch() || stopping_.load(std::memory_order_acquire)) return;
+  constexpr int kMaxEvents = 16;
+  epoll_event events[kMaxEvents];
+  BeginDriving();
+  // The budget counts idle time only: while frames keep arriving (a large message streaming in)
+  // this thread goes on reading them rather than handing over to the progress thread midway.
+  std::int64_t last_event = MonotonicNs();
+  while (!completion.done() && MonotonicNs() - last_event < std::int64_t{kDriveMicros} * 1000) {
+    std::unique_lock lock(dispatch_mutex_, std::try_to_lock);
+    if (!lock.owns_lock()) continue;
+    int count = ::epoll_wait(epoll_fd_.get(), events, kMaxEvents, 0);
+    if (count > 0) {
+      DispatchLocked(events, count);
+      last_event = MonotonicNs();
+    }
+  }
+  EndDriving();
+}
+
 void ProgressEngine::Run() {
   constexpr int kMaxEvents = 64;
   epoll_event events[kMaxEvents];
   while (!stopping_.load(std::memory_order_acquire)) {
-    int count = ::epoll_wait(epoll_fd_.get(), events, kMaxEvents, NextTimeoutMs());
-    if (count < 0) {
+    epoll_event outer[2];
+    int ready = ::epoll_wait(outer_fd_.get(), outer, 2, NextTimeoutMs());
+    if (ready < 0) {
       if (errno == EINTR) continue;
       LogLine(SystemErrorText("progress engine: epoll_wait", errno));
       return;
     }
-    for (int i = 0; i < count && !stopping_.load(std::memory_order_acquire); ++i) {
-      int fd = events[i].data.fd;
-      if (fd == wake_fd_.get()) {
-        std::uint64_t value;
-        [[maybe_unused]] ssize_t n = ::read(wake_fd_.get(), &value, sizeof value);
-        continue;
-      }
-      std::shared_ptr<Registration> registration;
-      {
-        std::lock_guard lock(mutex_);
-        auto it = registrations_.find(fd);
-        if (it == registrations_.end()) continue;
-        registration = it->second;
-      }
-      registration->callback(events[i].events);
-    }
-    RunPosted();
+    std::lock_guard lock(dispatch_mutex_);
+    int count = ::epoll_wait(epoll_fd_.get(), events, kMaxEvents, 0);
+    DispatchLocked(events, std::max(count, 0));
   }
 }
 

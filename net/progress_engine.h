@@ -4,6 +4,7 @@
 #include <sys/epoll.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "base/fd.h"
+#include "net/completion.h"
 
 namespace lmdx::net {
 
@@ -22,7 +24,11 @@ namespace lmdx::net {
 //
 // Callbacks run on the progress thread and must not block; work that must wait is parked and
 // resumed by a later event (deferred replies in net/node.h).
-class ProgressEngine {
+//
+// An application thread that waits for the network (net/completion.h) may run the callbacks
+// itself for a few tens of microseconds: a mutex keeps callbacks to one thread at a time, so they
+// still never run concurrently, and the answer it waits for needs no thread switch to reach it.
+class ProgressEngine : public CompletionDriver {
  public:
   using IoCallback = std::function<void(std::uint32_t events)>;
   using Task = std::function<void()>;
@@ -49,20 +55,41 @@ class ProgressEngine {
   void PostAfter(int delay_ms, Task task);
 
   bool OnProgressThread() const { return std::this_thread::get_id() == thread_id_; }
+  // True on the progress thread and while a waiting thread runs callbacks: code that must not
+  // block (it would stall every connection) checks this.
+  bool InDispatch() const;
+
+  // CompletionDriver: polls and dispatches from the calling thread until the completion is done
+  // or nothing has arrived for kDriveMicros.
+  void DriveBriefly(Completion& completion) override;
+  static constexpr int kDriveMicros = 50;
 
  private:
   struct Registration {
     IoCallback callback;
   };
   void Run();
+  // Runs the callbacks of events[0..count), then posted tasks and due timers. Caller holds
+  // dispatch_mutex_.
+  void DispatchLocked(const epoll_event* events, int count);
   void RunPosted();
   int NextTimeoutMs();
 
-  Fd epoll_fd_;
+  Fd epoll_fd_;   // every registered descriptor and wake_fd_
+  Fd outer_fd_;   // what the progress thread sleeps on: epoll_fd_ (unless drivers have it) and
+                  // wake_fd_
   Fd wake_fd_;
   std::thread thread_;
   std::thread::id thread_id_;
   std::atomic<bool> stopping_{false};
+  std::mutex dispatch_mutex_;  // held while callbacks run, by whichever thread runs them
+  // While application threads drive, the event set leaves the progress thread's outer set:
+  // otherwise every arriving frame would also wake the progress thread, and on a two-core machine
+  // its wake-up takes the core of the very thread that waits.
+  void BeginDriving();
+  void EndDriving();
+  std::mutex drivers_mutex_;
+  int drivers_ = 0;  // application threads driving now
 
   std::mutex mutex_;  // guards the tables below
   std::unordered_map<int, std::shared_ptr<Registration>> registrations_;

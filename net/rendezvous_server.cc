@@ -3,7 +3,6 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <time.h>
 
 #include <cerrno>
 #include <cstdint>
@@ -11,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/fd.h"
 #include "base/log.h"
@@ -25,11 +25,6 @@ namespace {
 
 constexpr int kHandshakeDeadlineMs = 5000;
 
-std::int64_t NowMs() {
-  timespec now{};
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return std::int64_t{now.tv_sec} * 1000 + now.tv_nsec / 1000000;
-}
 
 // One node's connection to the rendezvous, served without blocking so that a stranger who
 // connects and says nothing cannot stall the job.
@@ -91,7 +86,7 @@ class PollingRendezvousServer : public RendezvousServer {
       if (soonest < 0 || client.deadline_ms < soonest) soonest = client.deadline_ms;
     }
     if (soonest < 0) return -1;
-    return static_cast<int>(std::max<std::int64_t>(0, soonest - NowMs()));
+    return static_cast<int>(std::max<std::int64_t>(0, soonest - MonotonicMs()));
   }
 
   void Accept() {
@@ -103,7 +98,7 @@ class PollingRendezvousServer : public RendezvousServer {
       if (!fd) return;
       Client client{std::move(fd), "connection from " + internal::FormatAddress(remote),
                     Handshake::AsServer(secret_, Handshake::kRendezvousId),
-                    NowMs() + kHandshakeDeadlineMs, {}};
+                    MonotonicMs() + kHandshakeDeadlineMs, {}};
       if (!SendAll(client, client.handshake.TakeOutput())) continue;
       clients_.push_back(std::move(client));
     }
@@ -129,7 +124,7 @@ class PollingRendezvousServer : public RendezvousServer {
   bool Serve(Client& client, bool readable) {
     bool pending = !(client.handshake.state() == Handshake::State::kDone && client.joined);
     if (!readable) {
-      if (pending && NowMs() >= client.deadline_ms) {
+      if (pending && MonotonicMs() >= client.deadline_ms) {
         Refuse(client, "it did not join within 5 s");
         return false;
       }

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <new>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
 
@@ -23,6 +24,7 @@ constexpr std::size_t kReadBudget = 32u << 20;
 constexpr int kMaxIovecs = 48;
 constexpr int kHandshakeDeadlineMs = 5000;
 constexpr std::uint32_t kReadEvents = EPOLLIN | EPOLLRDHUP;
+constexpr std::int64_t kWriteSpinNs = 50 * 1000;
 
 }  // namespace
 
@@ -97,11 +99,13 @@ void TcpConnection::OnReadable() {
   std::size_t budget = kReadBudget;
   while (budget > 0) {
     ssize_t got;
+    std::size_t asked;
     bool direct = read_state_ == ReadState::kPayload && begin_ == end_ &&
                   current_.header.payload_length - payload_got_ >= kDirectReadThreshold;
     if (direct) {
       std::size_t want = static_cast<std::size_t>(
           std::min<std::uint64_t>(current_.header.payload_length - payload_got_, budget));
+      asked = want;
       got = ::recv(fd_.get(), current_.payload + payload_got_, want, MSG_DONTWAIT);
     } else {
       if (begin_ == end_) begin_ = end_ = 0;
@@ -110,7 +114,8 @@ void TcpConnection::OnReadable() {
         end_ -= begin_;
         begin_ = 0;
       }
-      got = ::recv(fd_.get(), buffer_.data() + end_, buffer_.size() - end_, MSG_DONTWAIT);
+      asked = buffer_.size() - end_;
+      got = ::recv(fd_.get(), buffer_.data() + end_, asked, MSG_DONTWAIT);
     }
     if (got == 0) {
       Close("the connection was closed by the other side");
@@ -123,13 +128,17 @@ void TcpConnection::OnReadable() {
       return;
     }
     budget -= std::min<std::size_t>(budget, static_cast<std::size_t>(got));
+    // A short read drained the socket: stop here rather than pay a system call to hear EAGAIN
+    // (epoll reports the socket again when more arrives).
+    bool drained = static_cast<std::size_t>(got) < asked;
     if (direct) {
       payload_got_ += static_cast<std::uint64_t>(got);
       if (payload_got_ == current_.header.payload_length) Deliver();
-      continue;
+    } else {
+      end_ += static_cast<std::size_t>(got);
+      if (!ConsumeBuffered()) return;
     }
-    end_ += static_cast<std::size_t>(got);
-    if (!ConsumeBuffered()) return;
+    if (drained) return;
   }
 }
 
@@ -285,6 +294,7 @@ void TcpConnection::Send(OutgoingMessage message, bool may_block) {
 }
 
 void TcpConnection::WriteQueued(bool may_block) {
+  std::int64_t stalled_since = 0;  // when the socket last became full; 0 while it takes data
   for (;;) {
     iovec iov[kMaxIovecs];
     int count = 0;
@@ -332,8 +342,15 @@ void TcpConnection::WriteQueued(bool may_block) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
         if (may_block) {
+          // The receiver drains a loopback socket within microseconds: poll without sleeping for
+          // a moment, as a waiting receiver does (net/completion.h), then sleep until there is
+          // room.
           pollfd waiting{fd_.get(), POLLOUT, 0};
-          ::poll(&waiting, 1, 1000);
+          if (::poll(&waiting, 1, 0) == 0) {
+            if (stalled_since == 0) stalled_since = MonotonicNs();
+            bool patient = MonotonicNs() - stalled_since < kWriteSpinNs;
+            if (!patient) ::poll(&waiting, 1, 1000);
+          }
           continue;
         }
         std::lock_guard lock(mutex_);
@@ -343,6 +360,7 @@ void TcpConnection::WriteQueued(bool may_block) {
       Close(SystemErrorText("send to " + remote_label_, errno));
       continue;  // the closed branch above fails what is queued
     }
+    stalled_since = 0;
     std::vector<std::function<void(bool)>> finished;
     {
       std::lock_guard lock(mutex_);
