@@ -86,6 +86,7 @@ int Init(const char* call, Style style) {
     if (node.rank() != 0) {
       // Serve the job until rank 0's main returns, then leave with its status.
       int status = node.ServeUntilShutdown();
+      node.AnnounceLeaving(status);
       node.WaitUntilPeerGone(0, std::chrono::seconds(5));
       node.Stop();
       std::fflush(nullptr);

@@ -68,6 +68,11 @@ void Node::JoinThroughRendezvous() {
     // The table comes once every node has joined, however long the others take to start.
     auto frame = internal::ReadControlFrame(rendezvous_fd_.get(), -1);
     if (!frame) throw Error(LMDX_ERR_BOOTSTRAP, where + " closed before every node had joined");
+    if (frame->first.type == MessageType::kError) {
+      wire::ErrorReply error;
+      error.ParseFromString(frame->second);
+      throw Error(LMDX_ERR_BOOTSTRAP, "the job cannot start: " + error.message());
+    }
     wire::JobTable table;
     if (frame->first.type != MessageType::kJobTable || !table.ParseFromString(frame->second) ||
         table.nodes_size() != info_.size) {
@@ -96,6 +101,23 @@ void Node::WatchRendezvous() {
             ") is gone; this node ends");
     ::_exit(1);
   });
+}
+
+void Node::AnnounceLeaving(std::optional<int> status) {
+  if (!rendezvous_fd_) return;
+  wire::Leave leave;
+  leave.set_status_known(status.has_value());
+  leave.set_status(status.value_or(0));
+  FrameHeader header;
+  header.type = MessageType::kLeave;
+  header.source = info_.rank;
+  header.destination = Handshake::kRendezvousId;
+  try {
+    internal::SetNonBlocking(rendezvous_fd_.get(), false);
+    internal::WriteControlFrame(rendezvous_fd_.get(), header, leave.SerializeAsString());
+  } catch (const Error& error) {
+    DebugLine(std::string("cannot announce the end of this node: ") + error.what());
+  }
 }
 
 void Node::RegisterBuiltinHandlers() {
@@ -400,6 +422,7 @@ void Node::EndJob(int status) {
       DebugLine(std::string("shutdown: ") + error.what());
     }
   }
+  AnnounceLeaving(status);
   Stop();
 }
 
@@ -408,6 +431,7 @@ void Node::Finalize() {
   // still fails this request, since rank 0 answers only when all have arrived.
   ending_.store(true, std::memory_order_release);
   Request(0, MessageType::kFinalize, {});
+  AnnounceLeaving(std::nullopt);
   Stop();
 }
 

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -83,6 +84,9 @@ class Node : public TransportHost {
   void EndJob(int status);
   // SPMD style: collective; returns when every rank has called it.
   void Finalize();
+  // Tells the launcher (through the rendezvous) that this node ends in order, with status when
+  // known, so that its exit is not taken for a death.
+  void AnnounceLeaving(std::optional<int> status);
   // Stops the transports and the progress engine; later sends fail.
   void Stop();
 

@@ -4,7 +4,10 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <cerrno>
+#include <condition_variable>
+#include <mutex>
 #include <cstdint>
 #include <optional>
 #include <thread>
@@ -35,6 +38,7 @@ struct Client {
   std::int64_t deadline_ms;
   std::string input;  // bytes of the join frame received so far
   bool joined = false;
+  bool told_failure = false;
   int rank = -1;
 };
 
@@ -45,21 +49,46 @@ class PollingRendezvousServer : public RendezvousServer {
         size_(job_size),
         listener_(internal::ListenTcp(bind_host)),
         stop_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
-        nodes_(static_cast<std::size_t>(job_size)) {
+        nodes_(static_cast<std::size_t>(job_size)),
+        ranks_(static_cast<std::size_t>(job_size)) {
     if (!stop_fd_) ThrowSystemError("eventfd", errno, LMDX_ERR_INTERNAL);
     address_ = internal::FormatAddress(internal::LocalAddress(listener_.get()));
     thread_ = std::thread([this] { Run(); });
   }
 
   ~PollingRendezvousServer() override {
-    std::uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = ::write(stop_fd_.get(), &one, sizeof one);
+    stopping_.store(true);
+    Wake();
     thread_.join();
   }
 
   std::string address() const override { return address_; }
 
+  NodeState StateAfterExit(int rank, std::chrono::milliseconds settle) override {
+    std::unique_lock lock(state_mutex_);
+    const RankState& state = ranks_.at(static_cast<std::size_t>(rank));
+    state_changed_.wait_for(lock, settle, [&] { return !state.joined || state.disconnected; });
+    if (state.left) return NodeState::kLeft;
+    return state.joined ? NodeState::kJoined : NodeState::kNotJoined;
+  }
+
+  void NodeGone(int rank) override {
+    {
+      std::lock_guard lock(state_mutex_);
+      if (ranks_.at(static_cast<std::size_t>(rank)).joined || table_sent_ || !failure_.empty()) {
+        return;
+      }
+      failure_ = "rank " + std::to_string(rank) + " ended before it joined the job";
+    }
+    Wake();
+  }
+
  private:
+  void Wake() {
+    std::uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(stop_fd_.get(), &one, sizeof one);
+  }
+
   void Run() {
     for (;;) {
       std::vector<pollfd> fds{{stop_fd_.get(), POLLIN, 0}, {listener_.get(), POLLIN, 0}};
@@ -69,7 +98,12 @@ class PollingRendezvousServer : public RendezvousServer {
         LogLine(SystemErrorText("rendezvous: poll", errno));
         return;
       }
-      if (fds[0].revents != 0) return;
+      if (fds[0].revents != 0) {
+        std::uint64_t value;
+        [[maybe_unused]] ssize_t n = ::read(stop_fd_.get(), &value, sizeof value);
+        if (stopping_.load()) return;
+        SendFailureIfAny();
+      }
       if (fds[1].revents != 0) Accept();
       // Serve in reverse so that dropping a client does not shift the ones still to serve.
       for (std::size_t i = clients_.size(); i-- > 0;) {
@@ -134,11 +168,15 @@ class PollingRendezvousServer : public RendezvousServer {
     ssize_t got = ::recv(client.fd.get(), buffer, sizeof buffer, MSG_DONTWAIT);
     if (got < 0 && (errno == EAGAIN || errno == EINTR)) return true;
     if (got <= 0) {
-      if (pending) Refuse(client, "it closed the connection before joining");
-      // A joined node's connection closing means it exited; the launcher watches processes.
+      if (pending) {
+        Refuse(client, "it closed the connection before joining");
+      } else {
+        std::lock_guard lock(state_mutex_);
+        ranks_[static_cast<std::size_t>(client.rank)].disconnected = true;
+        state_changed_.notify_all();
+      }
       return false;
     }
-    if (client.joined) return true;  // nothing more is expected; ignore
     std::size_t used = 0;
     if (client.handshake.state() == Handshake::State::kRunning) {
       used = client.handshake.Feed(buffer, static_cast<std::size_t>(got));
@@ -151,22 +189,40 @@ class PollingRendezvousServer : public RendezvousServer {
     client.input.append(reinterpret_cast<const char*>(buffer) + used,
                         static_cast<std::size_t>(got) - used);
     if (client.handshake.state() != Handshake::State::kDone) return true;
-    return TryJoin(client);
+    return ConsumeFrames(client);
   }
 
-  bool TryJoin(Client& client) {
-    if (client.input.size() < kFrameHeaderSize) return true;
-    std::string error;
-    auto header =
-        DecodeFrameHeader(reinterpret_cast<const std::uint8_t*>(client.input.data()), &error);
-    if (!header || header->type != MessageType::kJoin || header->payload_length != 0) {
-      Refuse(client, header ? "it sent no join request" : error);
-      return false;
+  // Handles every whole frame in client.input: first a join, later a leave.
+  bool ConsumeFrames(Client& client) {
+    while (client.input.size() >= kFrameHeaderSize) {
+      std::string error;
+      auto header =
+          DecodeFrameHeader(reinterpret_cast<const std::uint8_t*>(client.input.data()), &error);
+      if (!header || header->payload_length != 0) {
+        Refuse(client, header ? "it sent a payload on the rendezvous connection" : error);
+        return false;
+      }
+      std::size_t size = kFrameHeaderSize + header->body_length;
+      if (client.input.size() < size) return true;
+      std::string body = client.input.substr(kFrameHeaderSize, header->body_length);
+      client.input.erase(0, size);
+      if (!client.joined) {
+        if (header->type != MessageType::kJoin) {
+          Refuse(client, "it sent no join request");
+          return false;
+        }
+        if (!Join(client, body)) return false;
+      } else if (header->type == MessageType::kLeave) {
+        std::lock_guard lock(state_mutex_);
+        ranks_[static_cast<std::size_t>(client.rank)].left = true;
+      }
     }
-    if (client.input.size() < kFrameHeaderSize + header->body_length) return true;
+    return true;
+  }
+
+  bool Join(Client& client, const std::string& body) {
     wire::Join join;
-    if (!join.ParseFromArray(client.input.data() + kFrameHeaderSize,
-                             static_cast<int>(header->body_length))) {
+    if (!join.ParseFromString(body)) {
       Refuse(client, "its join request does not parse");
       return false;
     }
@@ -183,28 +239,62 @@ class PollingRendezvousServer : public RendezvousServer {
     client.joined = true;
     client.rank = rank;
     nodes_[static_cast<std::size_t>(rank)] = join.node();
+    {
+      std::lock_guard lock(state_mutex_);
+      ranks_[static_cast<std::size_t>(rank)].joined = true;
+      state_changed_.notify_all();
+    }
+    if (SendFailureIfAny()) return true;
     if (++joined_ == size_) SendJobTable();
     return true;
   }
 
+  // Once a rank ended without joining, the job cannot start: every node that joined, or joins
+  // later, hears why. Returns whether that happened.
+  bool SendFailureIfAny() {
+    std::string failure;
+    {
+      std::lock_guard lock(state_mutex_);
+      failure = failure_;
+    }
+    if (failure.empty()) return false;
+    wire::ErrorReply error;
+    error.set_code(LMDX_ERR_BOOTSTRAP);
+    error.set_message(failure);
+    for (Client& client : clients_) {
+      if (client.joined && !client.told_failure) {
+        SendFrame(client, MessageType::kError, error.SerializeAsString());
+        client.told_failure = true;
+      }
+    }
+    return true;
+  }
+
+  void SendFrame(Client& client, MessageType type, const std::string& body) {
+    FrameHeader header;
+    header.type = type;
+    header.source = Handshake::kRendezvousId;
+    header.destination = client.rank;
+    try {
+      internal::SetNonBlocking(client.fd.get(), false);
+      internal::WriteControlFrame(client.fd.get(), header, body);
+      internal::SetNonBlocking(client.fd.get(), true);
+    } catch (const Error& error) {
+      LogLine("rendezvous: cannot send to rank " + std::to_string(client.rank) + ": " +
+              error.what());
+    }
+  }
+
   void SendJobTable() {
+    {
+      std::lock_guard lock(state_mutex_);
+      table_sent_ = true;
+    }
     wire::JobTable table;
     for (const auto& node : nodes_) *table.add_nodes() = *node;
     std::string body = table.SerializeAsString();
     for (Client& client : clients_) {
-      if (!client.joined) continue;
-      FrameHeader header;
-      header.type = MessageType::kJobTable;
-      header.source = Handshake::kRendezvousId;
-      header.destination = client.rank;
-      try {
-        internal::SetNonBlocking(client.fd.get(), false);
-        internal::WriteControlFrame(client.fd.get(), header, body);
-        internal::SetNonBlocking(client.fd.get(), true);
-      } catch (const Error& error) {
-        LogLine("rendezvous: cannot send the job table to rank " + std::to_string(client.rank) +
-                ": " + error.what());
-      }
+      if (client.joined) SendFrame(client, MessageType::kJobTable, body);
     }
   }
 
@@ -216,6 +306,20 @@ class PollingRendezvousServer : public RendezvousServer {
   std::vector<Client> clients_;
   std::vector<std::optional<wire::NodeInfo>> nodes_;
   int joined_ = 0;
+  std::atomic<bool> stopping_{false};
+
+  // Shared with the launcher's thread.
+  struct RankState {
+    bool joined = false;
+    bool left = false;
+    bool disconnected = false;
+  };
+  std::mutex state_mutex_;
+  std::condition_variable state_changed_;
+  std::vector<RankState> ranks_;
+  bool table_sent_ = false;
+  std::string failure_;  // why the job cannot start, once a rank ended before joining
+
   std::thread thread_;
 };
 

@@ -1,6 +1,7 @@
 #ifndef LMDX_NET_RENDEZVOUS_SERVER_H_
 #define LMDX_NET_RENDEZVOUS_SERVER_H_
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -24,6 +25,19 @@ class RendezvousServer {
 
   // "host:port", the value of LMDX_RENDEZVOUS for the nodes.
   virtual std::string address() const = 0;
+
+  // What the rendezvous knows of a node: lets a launcher tell an orderly exit from a death.
+  enum class NodeState {
+    kNotJoined,  // never joined: not an LMDX program, or it ended before lmdx_init
+    kJoined,     // joined and did not announce its end: it died, or exited in mid-job
+    kLeft,       // announced an orderly end (net/wire.proto: Leave)
+  };
+  // Call once the process of rank is gone. Waits up to `settle` for its connection to close, so
+  // that a leave announced just before the exit is counted.
+  virtual NodeState StateAfterExit(int rank, std::chrono::milliseconds settle) = 0;
+  // The process of rank is gone. If it never joined, nodes waiting for the job table are told
+  // the job cannot start, instead of waiting for ever.
+  virtual void NodeGone(int rank) = 0;
 };
 
 }  // namespace lmdx::net

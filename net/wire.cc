@@ -82,6 +82,7 @@ const char* MessageTypeName(MessageType type) {
     case MessageType::kAbort: return "abort";
     case MessageType::kError: return "error";
     case MessageType::kPing: return "ping";
+    case MessageType::kLeave: return "leave";
     default: return "other";
   }
 }

@@ -42,7 +42,8 @@ enum class MessageType : std::uint16_t {
   kAbort = 6,            // lmdx_abort on another rank; body Abort
   kError = 7,            // a reply that reports a failure; body ErrorReply
   kPing = 8,             // request/reply round trip, used by tests and liveness checks
-  kFirstUnreserved = 9,  // net/ types end here
+  kLeave = 9,            // rendezvous: a node ends in order (the launcher need not stop the job)
+  kFirstUnreserved = 10,  // net/ types end here
   // sync/ 100..199, dsm/ and consistency/ 200..399, threads/ 400..499, ports 500..599.
   kFirstSync = 100,
   kFirstDsm = 200,

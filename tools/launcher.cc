@@ -202,11 +202,28 @@ class Job {
 
   void OnNodeEnded(int rank) {
     const ExitStatus& status = *nodes_[static_cast<std::size_t>(rank)]->process.status();
-    if (stopping_ || status.success()) return;
+    JobWatch::NodeState state = JobWatch::NodeState::kNotJoined;
+    if (spec_.watch != nullptr) {
+      state = spec_.watch->StateAfterExit(rank);
+      spec_.watch->NodeGone(rank);
+    }
+    if (stopping_) return;
+    if (state == JobWatch::NodeState::kJoined && !status.signaled) {
+      // It joined and left without announcing its end: the others may wait for it for ever.
+      if (!failed_rank_) {
+        failed_rank_ = rank;
+        failure_detail_ = " before the job ended";
+      }
+      BeginStop();
+      return;
+    }
+    if (status.success()) return;
     if (!failed_rank_) failed_rank_ = rank;
     if (status.signaled) {
       BeginStop();
-    } else if (!grace_deadline_) {
+    } else if (state != JobWatch::NodeState::kLeft && !grace_deadline_) {
+      // A node that ended in order with a non-zero status (threads style: rank 0's) does not
+      // stop the others; any other failure gives them a moment to end on their own first.
       grace_deadline_ = Clock::now() + timings_.exit_grace;
     }
   }
@@ -270,8 +287,9 @@ class Job {
         if (!StatusOf(0).success()) rank = 0;
       }
       const ExitStatus& status = StatusOf(rank);
-      return Report("rank " + std::to_string(rank) + " " + status.Describe() + suffix,
-                    status.ShellCode());
+      std::string detail = rank == *failed_rank_ ? failure_detail_ : "";
+      return Report("rank " + std::to_string(rank) + " " + status.Describe() + detail + suffix,
+                    status.ShellCode() != 0 ? status.ShellCode() : 1);
     }
     if (stop_signal_) {
       return Report("received " + SignalName(*stop_signal_) + "; the job was stopped",
@@ -292,6 +310,7 @@ class Job {
   bool stderr_broken_ = false;
   std::optional<int> stop_signal_;
   std::optional<int> failed_rank_;
+  std::string failure_detail_;  // appended to the failed rank's exit, e.g. " before the job ended"
   Deadline job_deadline_;
   Deadline grace_deadline_;
   Deadline kill_deadline_;

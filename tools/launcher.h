@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/job_watch.h"
 #include "tools/signal_watch.h"
 
 namespace lmdx::tools {
@@ -21,6 +22,9 @@ struct LaunchSpec {
   // "NAME=value" entries every node gets on top of the launcher's environment (the job secret,
   // the rendezvous address, the job id). LMDX_RANK and LMDX_SIZE are added per node.
   std::vector<std::string> job_env;
+  // The job's rendezvous, when the nodes are LMDX programs; without one, every exit with status
+  // 0 counts as orderly.
+  JobWatch* watch = nullptr;
 };
 
 // Timings of the launcher's stop sequence; tests may shorten them.

@@ -36,4 +36,17 @@ LocalJob LocalJob::Create(int nodes) {
   return job;
 }
 
+JobWatch::NodeState LocalJob::StateAfterExit(int rank) {
+  // A node's sockets close as its process ends; half a second is plenty for the rendezvous to
+  // read a leave announced just before.
+  switch (rendezvous_->StateAfterExit(rank, std::chrono::milliseconds(500))) {
+    case net::RendezvousServer::NodeState::kNotJoined: return NodeState::kNotJoined;
+    case net::RendezvousServer::NodeState::kJoined: return NodeState::kJoined;
+    case net::RendezvousServer::NodeState::kLeft: return NodeState::kLeft;
+  }
+  return NodeState::kNotJoined;
+}
+
+void LocalJob::NodeGone(int rank) { rendezvous_->NodeGone(rank); }
+
 }  // namespace lmdx::tools

@@ -6,12 +6,13 @@
 #include <vector>
 
 #include "net/rendezvous_server.h"
+#include "tools/job_watch.h"
 
 namespace lmdx::tools {
 
 // What a job on this machine needs beside its processes: a fresh secret, a job id and the
 // rendezvous server where the nodes meet. The server lives as long as this object.
-class LocalJob {
+class LocalJob : public JobWatch {
  public:
   // Throws lmdx::Error when the rendezvous server cannot listen.
   static LocalJob Create(int nodes);
@@ -19,6 +20,10 @@ class LocalJob {
   const std::string& id() const { return id_; }
   // LMDX_JOB_SECRET, LMDX_RENDEZVOUS and LMDX_JOB_ID as "NAME=value", for every node.
   const std::vector<std::string>& environment() const { return environment_; }
+
+  // JobWatch, answered by the rendezvous server.
+  NodeState StateAfterExit(int rank) override;
+  void NodeGone(int rank) override;
 
  private:
   std::string id_;

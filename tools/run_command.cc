@@ -95,6 +95,7 @@ int RunCommand(const RunOptions& options, const Paths& paths) {
   SignalWatch signals(LauncherSignals());
   LocalJob job = LocalJob::Create(spec.nodes);
   spec.job_env = job.environment();
+  spec.watch = &job;
   return RunJob(spec, signals);
 }
 

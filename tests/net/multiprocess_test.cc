@@ -45,6 +45,25 @@ TEST(MultiprocessTest, ACrashingNodeEndsTheJobNamingItsRank) {
   EXPECT_EQ(CountOf(job.err, "lmdx run:"), 1) << job.err;
 }
 
+TEST(MultiprocessTest, ANodeLeavingMidJobEndsTheJobNamingIt) {
+  JobResult job = RunJob(Program("EARLY_EXIT"), 4, {"mid-job", "1"}, {}, std::chrono::seconds(30));
+  EXPECT_NE(job.exit_code, 0);
+  EXPECT_LT(job.elapsed, std::chrono::seconds(5)) << job.err;
+  EXPECT_NE(job.err.find("lmdx run: rank 1 exited with status 0 before the job ended"),
+            std::string::npos)
+      << job.err;
+  EXPECT_EQ(CountOf(job.err, "lmdx run:"), 1) << job.err;
+}
+
+TEST(MultiprocessTest, ANodeEndingBeforeItJoinsStopsTheOthersWaiting) {
+  JobResult job =
+      RunJob(Program("EARLY_EXIT"), 4, {"before-init", "2"}, {}, std::chrono::seconds(30));
+  EXPECT_NE(job.exit_code, 0);
+  EXPECT_LT(job.elapsed, std::chrono::seconds(5)) << job.err;
+  EXPECT_NE(job.err.find("rank 2 ended before it joined the job"), std::string::npos) << job.err;
+  EXPECT_EQ(CountOf(job.err, "lmdx run:"), 1) << job.err;
+}
+
 TEST(MultiprocessTest, StrangersAreRefusedAndTheJobGoesOn) {
   JobResult job = RunJob(Program("INTRUDER"), 2, {}, {}, std::chrono::seconds(90));
   ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
