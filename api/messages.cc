@@ -9,9 +9,9 @@ namespace {
 void CheckRank(const net::Node& node, int rank, bool any_allowed, const char* what) {
   if (any_allowed && rank == LMDX_ANY_SOURCE) return;
   if (rank < 0 || rank >= node.size()) {
-    throw Error(LMDX_ERR_INVALID_ARGUMENT,
-                std::string(what) + " " + std::to_string(rank) + " is not a rank of this job (0 to " +
-                    std::to_string(node.size() - 1) + ")");
+    throw Error(LMDX_ERR_INVALID_ARGUMENT, std::string(what) + " " + std::to_string(rank) +
+                                               " is not a rank of this job (0 to " +
+                                               std::to_string(node.size() - 1) + ")");
   }
 }
 
@@ -20,8 +20,8 @@ int Receive(const char* call, int source, void* buffer, std::size_t capacity, lm
   net::Node& node = RequireNode(call);
   CheckRank(node, source, /*any_allowed=*/true, "source");
   if (buffer == nullptr && capacity > 0) {
-    throw Error(LMDX_ERR_INVALID_ARGUMENT, "the buffer is NULL but its capacity is " +
-                                               std::to_string(capacity));
+    throw Error(LMDX_ERR_INVALID_ARGUMENT,
+                "the buffer is NULL but its capacity is " + std::to_string(capacity));
   }
   net::Mailbox::Result result = node.mailbox().Receive(source, buffer, capacity, wait);
   if (result.code < 0) throw Error(static_cast<lmdx_error>(result.code), result.error);

@@ -74,8 +74,7 @@ int Init(const char* call, Style style) {
                   "may be called once)");
     }
     ever_initialized = true;
-    net::BootstrapInfo info =
-        StartedByLauncher() ? net::DetectBootstrap() : SingletonBootstrap();
+    net::BootstrapInfo info = StartedByLauncher() ? net::DetectBootstrap() : SingletonBootstrap();
     runtime.style = style;
     runtime.node = std::make_unique<net::Node>(info);
     runtime.node->SetPeerLostHook(OnPeerLost);
@@ -119,7 +118,8 @@ using lmdx::api::Guard;
 extern "C" {
 
 int lmdx_init(int*, char***) {
-  return Guard("lmdx_init", [] { return lmdx::api::Init("lmdx_init", lmdx::api::Style::kThreads); });
+  return Guard("lmdx_init",
+               [] { return lmdx::api::Init("lmdx_init", lmdx::api::Style::kThreads); });
 }
 
 int lmdx_init_spmd(int*, char***) {
@@ -155,8 +155,8 @@ int lmdx_size(void) {
 }
 
 void lmdx_abort(int status, const char* message) {
-  lmdx::LogLine(std::string("lmdx_abort: ") + (message != nullptr ? message : "") +
-                " (status " + std::to_string(status) + ")");
+  lmdx::LogLine(std::string("lmdx_abort: ") + (message != nullptr ? message : "") + " (status " +
+                std::to_string(status) + ")");
   std::fflush(nullptr);
   ::_exit(status != 0 ? status : 1);
 }

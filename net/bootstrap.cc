@@ -19,8 +19,8 @@ int ReadInt(const char* name, int min, int max) {
   char* end = nullptr;
   long value = std::strtol(text, &end, 10);
   if (*end != '\0' || value < min || value > max) {
-    Fail(std::string(name) + "=" + text + " is not a number from " + std::to_string(min) +
-         " to " + std::to_string(max));
+    Fail(std::string(name) + "=" + text + " is not a number from " + std::to_string(min) + " to " +
+         std::to_string(max));
   }
   return static_cast<int>(value);
 }

@@ -15,10 +15,10 @@ struct BootstrapInfo {
   int rank = 0;
   int size = 1;
   JobSecret secret{JobSecret::Bytes{}};
-  std::string rendezvous;   // host:port of the rendezvous server
-  std::string job_id;       // names the job's resources (segments, files)
-  std::string bind_host;    // where this node's transports listen
-  std::string launcher;     // who started the node, for messages: "lmdx run", "OpenMPI", ...
+  std::string rendezvous;  // host:port of the rendezvous server
+  std::string job_id;      // names the job's resources (segments, files)
+  std::string bind_host;   // where this node's transports listen
+  std::string launcher;    // who started the node, for messages: "lmdx run", "OpenMPI", ...
 };
 
 // How a node learns its rank, the job size, the job secret and where to rendezvous. One

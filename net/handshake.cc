@@ -30,7 +30,8 @@ void PutU16(std::string& out, std::uint16_t value) {
 }
 std::uint32_t GetU32(const std::string& in, std::size_t at) {
   std::uint32_t value = 0;
-  for (int i = 0; i < 4; ++i) value |= std::uint32_t{static_cast<std::uint8_t>(in[at + i])} << (8 * i);
+  for (int i = 0; i < 4; ++i)
+    value |= std::uint32_t{static_cast<std::uint8_t>(in[at + i])} << (8 * i);
   return value;
 }
 std::uint16_t GetU16(const std::string& in, std::size_t at) {
@@ -159,8 +160,7 @@ void Handshake::OnMessage() {
       state_ = State::kDone;
       return;
     }
-    case Step::kFinished:
-      return;
+    case Step::kFinished: return;
   }
 }
 

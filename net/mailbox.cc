@@ -82,7 +82,8 @@ void Mailbox::FailSource(int source, const std::string& why) {
   std::lock_guard lock(mutex_);
   for (auto it = posted_.begin(); it != posted_.end();) {
     Posted* posted = *it;
-    bool waits_on_source = posted->claimed ? posted->claimed_by == source : posted->source == source;
+    bool waits_on_source =
+        posted->claimed ? posted->claimed_by == source : posted->source == source;
     if (!waits_on_source) {
       ++it;
       continue;

@@ -46,7 +46,7 @@ class Mailbox {
     int source;
     std::uint8_t* buffer;
     std::size_t capacity;
-    bool claimed = false;   // a message is being read into buffer
+    bool claimed = false;  // a message is being read into buffer
     int claimed_by = -1;
     Result result;
     Completion done;

@@ -405,8 +405,8 @@ int Node::ServeUntilShutdown() {
 
 bool Node::WaitUntilPeerGone(int rank, std::chrono::milliseconds timeout) {
   std::unique_lock lock(lost_mutex_);
-  return lost_changed_.wait_for(lock, timeout,
-                                [&] { return static_cast<bool>(lost_[static_cast<std::size_t>(rank)]); });
+  return lost_changed_.wait_for(
+      lock, timeout, [&] { return static_cast<bool>(lost_[static_cast<std::size_t>(rank)]); });
 }
 
 void Node::EndJob(int status) {

@@ -14,7 +14,6 @@ namespace {
 
 thread_local bool in_dispatch = false;
 
-
 }  // namespace
 
 ProgressEngine::ProgressEngine()
@@ -23,9 +22,9 @@ ProgressEngine::ProgressEngine()
       wake_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
   if (!epoll_fd_ || !outer_fd_) ThrowSystemError("epoll_create1", errno, LMDX_ERR_INTERNAL);
   if (!wake_fd_) ThrowSystemError("eventfd", errno, LMDX_ERR_INTERNAL);
-  for (auto [set, fd] : {std::pair{epoll_fd_.get(), wake_fd_.get()},
-                         std::pair{outer_fd_.get(), wake_fd_.get()},
-                         std::pair{outer_fd_.get(), epoll_fd_.get()}}) {
+  for (auto [set, fd] :
+       {std::pair{epoll_fd_.get(), wake_fd_.get()}, std::pair{outer_fd_.get(), wake_fd_.get()},
+        std::pair{outer_fd_.get(), epoll_fd_.get()}}) {
     epoll_event event{};
     event.events = EPOLLIN;
     event.data.fd = fd;

@@ -75,9 +75,9 @@ class ProgressEngine : public CompletionDriver {
   void RunPosted();
   int NextTimeoutMs();
 
-  Fd epoll_fd_;   // every registered descriptor and wake_fd_
-  Fd outer_fd_;   // what the progress thread sleeps on: epoll_fd_ (unless drivers have it) and
-                  // wake_fd_
+  Fd epoll_fd_;  // every registered descriptor and wake_fd_
+  Fd outer_fd_;  // what the progress thread sleeps on: epoll_fd_ (unless drivers have it) and
+                 // wake_fd_
   Fd wake_fd_;
   std::thread thread_;
   std::thread::id thread_id_;

@@ -7,8 +7,8 @@
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
-#include <mutex>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -27,7 +27,6 @@ namespace lmdx::net {
 namespace {
 
 constexpr int kHandshakeDeadlineMs = 5000;
-
 
 // One node's connection to the rendezvous, served without blocking so that a stranger who
 // connects and says nothing cannot stall the job.
@@ -130,9 +129,11 @@ class PollingRendezvousServer : public RendezvousServer {
       Fd fd(::accept4(listener_.get(), reinterpret_cast<sockaddr*>(&remote), &length,
                       SOCK_NONBLOCK | SOCK_CLOEXEC));
       if (!fd) return;
-      Client client{std::move(fd), "connection from " + internal::FormatAddress(remote),
+      Client client{std::move(fd),
+                    "connection from " + internal::FormatAddress(remote),
                     Handshake::AsServer(secret_, Handshake::kRendezvousId),
-                    MonotonicMs() + kHandshakeDeadlineMs, {}};
+                    MonotonicMs() + kHandshakeDeadlineMs,
+                    {}};
       if (!SendAll(client, client.handshake.TakeOutput())) continue;
       clients_.push_back(std::move(client));
     }
@@ -228,8 +229,8 @@ class PollingRendezvousServer : public RendezvousServer {
     }
     int rank = client.handshake.peer_id();
     if (rank < 0 || rank >= size_ || join.node().rank() != rank) {
-      Refuse(client, "it claims rank " + std::to_string(rank) + " in a job of " +
-                         std::to_string(size_));
+      Refuse(client,
+             "it claims rank " + std::to_string(rank) + " in a job of " + std::to_string(size_));
       return false;
     }
     if (nodes_[static_cast<std::size_t>(rank)]) {

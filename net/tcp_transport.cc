@@ -63,9 +63,8 @@ TcpTransport::ConnectionPtr TcpTransport::MakeConnection(Fd fd, bool outgoing, i
     OnClosed(connection, was_established, why);
   };
   return std::make_shared<TcpConnection>(std::move(fd), outgoing, expected_peer,
-                                         std::move(handshake),
-                                         std::move(label), rank_, engine_, host_,
-                                         std::move(callbacks));
+                                         std::move(handshake), std::move(label), rank_, engine_,
+                                         host_, std::move(callbacks));
 }
 
 void TcpTransport::OnAcceptable() {
@@ -104,9 +103,10 @@ void TcpTransport::Send(int dest, OutgoingMessage message, bool may_block) {
         throw Error(LMDX_ERR_INTERNAL, "tcp: send before the job table is known");
       }
       const sockaddr_in& address = addresses_[static_cast<std::size_t>(dest)];
-      std::string label = "rank " + std::to_string(dest) + " at " + internal::FormatAddress(address);
-      connection = MakeConnection(internal::ConnectTcpNonBlocking(address), /*outgoing=*/true,
-                                  dest, label);
+      std::string label =
+          "rank " + std::to_string(dest) + " at " + internal::FormatAddress(address);
+      connection =
+          MakeConnection(internal::ConnectTcpNonBlocking(address), /*outgoing=*/true, dest, label);
       send_to_[static_cast<std::size_t>(dest)] = connection;
       connections_.insert(connection);
       fresh = true;
@@ -131,10 +131,11 @@ void TcpTransport::OnEstablished(const ConnectionPtr& connection, bool outgoing)
     connections_.erase(connection);
     return;
   }
-  DebugLine("tcp: connected with rank " + std::to_string(peer) + " (" +
-            connection->remote_label() + ")");
+  DebugLine("tcp: connected with rank " + std::to_string(peer) + " (" + connection->remote_label() +
+            ")");
   std::lock_guard lock(mutex_);
-  if (!send_to_[static_cast<std::size_t>(peer)]) send_to_[static_cast<std::size_t>(peer)] = connection;
+  if (!send_to_[static_cast<std::size_t>(peer)])
+    send_to_[static_cast<std::size_t>(peer)] = connection;
 }
 
 void TcpTransport::OnClosed(const ConnectionPtr& connection, bool was_established,

@@ -50,10 +50,10 @@ class TcpTransport : public Transport {
   Fd listener_;
   std::string listen_address_;
 
-  std::mutex mutex_;  // guards everything below
-  std::vector<sockaddr_in> addresses_;     // by rank
-  std::vector<ConnectionPtr> send_to_;     // by rank: the connection frames to that rank take
-  std::set<ConnectionPtr> connections_;    // every open connection, authenticated or not
+  std::mutex mutex_;                     // guards everything below
+  std::vector<sockaddr_in> addresses_;   // by rank
+  std::vector<ConnectionPtr> send_to_;   // by rank: the connection frames to that rank take
+  std::set<ConnectionPtr> connections_;  // every open connection, authenticated or not
   bool closing_ = false;
 };
 

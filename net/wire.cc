@@ -59,13 +59,13 @@ std::optional<FrameHeader> DecodeFrameHeader(const std::uint8_t in[kFrameHeaderS
   header.payload_length = Get<std::uint64_t>(in + 24);
   header.request_id = Get<std::uint64_t>(in + 32);
   if (header.body_length > kMaxBodyLength) {
-    *error = "control body of " + std::to_string(header.body_length) + " bytes exceeds the limit of " +
-             std::to_string(kMaxBodyLength);
+    *error = "control body of " + std::to_string(header.body_length) +
+             " bytes exceeds the limit of " + std::to_string(kMaxBodyLength);
     return std::nullopt;
   }
   if (header.payload_length > kMaxPayloadLength) {
-    *error = "payload of " + std::to_string(header.payload_length) + " bytes exceeds the limit of " +
-             std::to_string(kMaxPayloadLength);
+    *error = "payload of " + std::to_string(header.payload_length) +
+             " bytes exceeds the limit of " + std::to_string(kMaxPayloadLength);
     return std::nullopt;
   }
   return header;

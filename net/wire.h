@@ -34,15 +34,15 @@ inline constexpr std::uint64_t kMaxPayloadLength = std::uint64_t{1} << 40;
 enum class MessageType : std::uint16_t {
   kInvalid = 0,
   // net/ (1..99)
-  kRaw = 1,              // lmdx_send/lmdx_recv; the payload is the user's bytes
-  kShutdown = 2,         // threads style: rank 0's main returned; body Shutdown
-  kFinalize = 3,         // SPMD style: collective lmdx_finalize, a request to rank 0
-  kJoin = 4,             // rendezvous: a node says who it is; body Join
-  kJobTable = 5,         // rendezvous: every node's addresses; body JobTable
-  kAbort = 6,            // lmdx_abort on another rank; body Abort
-  kError = 7,            // a reply that reports a failure; body ErrorReply
-  kPing = 8,             // request/reply round trip, used by tests and liveness checks
-  kLeave = 9,            // rendezvous: a node ends in order (the launcher need not stop the job)
+  kRaw = 1,               // lmdx_send/lmdx_recv; the payload is the user's bytes
+  kShutdown = 2,          // threads style: rank 0's main returned; body Shutdown
+  kFinalize = 3,          // SPMD style: collective lmdx_finalize, a request to rank 0
+  kJoin = 4,              // rendezvous: a node says who it is; body Join
+  kJobTable = 5,          // rendezvous: every node's addresses; body JobTable
+  kAbort = 6,             // lmdx_abort on another rank; body Abort
+  kError = 7,             // a reply that reports a failure; body ErrorReply
+  kPing = 8,              // request/reply round trip, used by tests and liveness checks
+  kLeave = 9,             // rendezvous: a node ends in order (the launcher need not stop the job)
   kFirstUnreserved = 10,  // net/ types end here
   // sync/ 100..199, dsm/ and consistency/ 200..399, threads/ 400..499, ports 500..599.
   kFirstSync = 100,

@@ -59,8 +59,8 @@ std::string describe(const ChildOutcome& outcome) {
   if (!outcome.started) return "could not start: " + outcome.start_error;
   if (outcome.signal != 0) {
     const char* name = sigabbrev_np(outcome.signal);
-    return std::string("was killed by ") + (name ? std::string("SIG") + name
-                                                 : "signal " + std::to_string(outcome.signal));
+    return std::string("was killed by ") +
+           (name ? std::string("SIG") + name : "signal " + std::to_string(outcome.signal));
   }
   return "exited with status " + std::to_string(outcome.exit_code);
 }

@@ -1,8 +1,8 @@
 // Ping-pong between ranks 0 and 1 of an LMDX job over the public C API only, as a user's program
 // would do it: half round-trip latency and bandwidth per message size. Run it with
 // `lmdx bench pingpong` (beside OpenMPI) or `lmdx run <this binary> -n 2 [-- flags]`.
-#include <CLI/CLI.hpp>
 #include <lmdx/lmdx.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <cstdlib>

@@ -29,8 +29,8 @@ struct Run {
 std::vector<std::string> pass_through(const PingPongOptions& o) {
   char target[32];
   std::snprintf(target, sizeof target, "%g", o.target_ms);
-  return {"--min", std::to_string(o.min_bytes), "--max",       std::to_string(o.max_bytes),
-          "--reps", std::to_string(o.reps),     "--target-ms", target};
+  return {"--min",  std::to_string(o.min_bytes), "--max",       std::to_string(o.max_bytes),
+          "--reps", std::to_string(o.reps),      "--target-ms", target};
 }
 
 // Runs one job and returns its results, or nothing (after one line on stderr) when it failed.
@@ -69,8 +69,8 @@ std::optional<std::vector<PingPongResult>> run_job(const Run& run, std::size_t e
   if (!outcome.ok()) {
     failure = describe(outcome);
   } else if (results.size() != expected) {
-    failure = "reported " + std::to_string(results.size()) + " of " + std::to_string(expected) +
-              " sizes";
+    failure =
+        "reported " + std::to_string(results.size()) + " of " + std::to_string(expected) + " sizes";
   }
   if (failure.empty()) return results;
   // Whatever else the job printed on stdout (its launcher's messages) helps explain why.

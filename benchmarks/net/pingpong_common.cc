@@ -25,7 +25,7 @@ constexpr std::uint64_t kMaxIterations = 10'000'000;
 // Rank 0 tells rank 1 what comes next in a small message of its own, outside the timed loops,
 // so that rank 1 needs no copy of rank 0's decisions (iteration counts come from timing).
 struct Control {
-  std::uint64_t size = 0;   // message size of the next phase; with iterations 0: the sweep is over
+  std::uint64_t size = 0;  // message size of the next phase; with iterations 0: the sweep is over
   std::uint64_t iterations = 0;
   std::uint64_t verify = 0;  // 1: clear the buffer before the phase and check the last message
 };
@@ -157,8 +157,8 @@ void echo(PingPongChannel& channel) {
     }
     if (control.verify) {
       if (got != control.size) {
-        channel.fail("ping-pong: rank 1 expected " + std::to_string(control.size) +
-                     " bytes, got " + std::to_string(got));
+        channel.fail("ping-pong: rank 1 expected " + std::to_string(control.size) + " bytes, got " +
+                     std::to_string(got));
       }
       const std::int64_t bad = check_pattern(std::span(buf).first(got), control.size);
       if (bad >= 0) channel.fail(describe_mismatch(control.size, bad));
@@ -184,7 +184,7 @@ void add_pingpong_flags(CLI::App& app, PingPongOptions& options) {
 }
 
 std::vector<std::uint64_t> pingpong_sizes(std::uint64_t min_bytes, std::uint64_t max_bytes) {
-  static constexpr std::uint64_t kStandard[] = {8,       64,       512,     4 * KiB, 32 * KiB,
+  static constexpr std::uint64_t kStandard[] = {8,         64,      512,     4 * KiB, 32 * KiB,
                                                 256 * KiB, 1 * MiB, 8 * MiB, 64 * MiB};
   std::vector<std::uint64_t> sizes;
   if (min_bytes > max_bytes) return sizes;

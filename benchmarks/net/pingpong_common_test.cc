@@ -104,9 +104,9 @@ std::string run_pair(const PingPongOptions& options, std::size_t corrupt_len = 0
 }
 
 TEST(PingPongSizes, StandardSweepAndBounds) {
-  EXPECT_EQ(pingpong_sizes(8, 64 << 20),
-            (std::vector<std::uint64_t>{8, 64, 512, 4096, 32768, 262144, 1 << 20, 8 << 20,
-                                        64 << 20}));
+  EXPECT_EQ(
+      pingpong_sizes(8, 64 << 20),
+      (std::vector<std::uint64_t>{8, 64, 512, 4096, 32768, 262144, 1 << 20, 8 << 20, 64 << 20}));
   EXPECT_EQ(pingpong_sizes(100, 100), (std::vector<std::uint64_t>{100}));
   EXPECT_EQ(pingpong_sizes(100, 5000), (std::vector<std::uint64_t>{100, 512, 4096, 5000}));
   EXPECT_TRUE(pingpong_sizes(10, 9).empty());
@@ -116,7 +116,7 @@ TEST(PingPongPattern, DetectsDamageShiftsAndOtherSizes) {
   std::vector<std::byte> buf(100000);
   fill_pattern(buf, buf.size());
   EXPECT_EQ(check_pattern(buf, buf.size()), -1);
-  EXPECT_NE(check_pattern(buf, buf.size() - 1), -1);  // another size's pattern
+  EXPECT_NE(check_pattern(buf, buf.size() - 1), -1);                      // another size's pattern
   EXPECT_NE(check_pattern(std::span(buf).subspan(256), buf.size()), -1);  // shifted by 256
   buf[777] ^= std::byte{0x80};
   EXPECT_EQ(check_pattern(buf, buf.size()), 777);
@@ -134,8 +134,8 @@ TEST(PingPongOutput, LinesRoundTripAndOthersAreRejected) {
   EXPECT_EQ(r.size_bytes, 4096u);
   EXPECT_DOUBLE_EQ(r.latency_us, 11.5);
   EXPECT_DOUBLE_EQ(r.bandwidth_mbps, 356.17);
-  for (const char* other : {kPingPongHeader, "", "# note", "8,1.0", "8,1,2,3", "-8,1,2",
-                            "[1] 8,1,2", "8,1,2 junk"}) {
+  for (const char* other :
+       {kPingPongHeader, "", "# note", "8,1.0", "8,1,2,3", "-8,1,2", "[1] 8,1,2", "8,1,2 junk"}) {
     EXPECT_FALSE(parse_result_line(other, r)) << other;
   }
 }

@@ -71,7 +71,8 @@ int main(int argc, char** argv) {
     return code;
   }
   if (size < 2) {
-    if (rank == 0) std::fprintf(stderr, "pingpong_mpi: needs 2 ranks (mpirun -n 2), got %d\n", size);
+    if (rank == 0)
+      std::fprintf(stderr, "pingpong_mpi: needs 2 ranks (mpirun -n 2), got %d\n", size);
     MPI_Finalize();
     return 2;
   }

@@ -40,10 +40,10 @@ typedef enum lmdx_error_mode {
 
 /* Threads style: returns on rank 0 only; other ranks serve the job, then exit with rank 0's
  * status. Removes LMDX's own options from argc/argv. */
-int lmdx_init(int *argc, char ***argv);
+int lmdx_init(int* argc, char*** argv);
 
 /* SPMD style: returns on every rank. */
-int lmdx_init_spmd(int *argc, char ***argv);
+int lmdx_init_spmd(int* argc, char*** argv);
 
 /* SPMD style: collective; every rank calls it, and it returns once every rank has. In threads
  * style it is called for you when rank 0's main returns, and calling it there ends the job. */
@@ -54,10 +54,10 @@ int lmdx_size(void);
 
 void lmdx_set_error_mode(lmdx_error_mode mode);
 lmdx_error_mode lmdx_get_error_mode(void);
-const char *lmdx_strerror(int code);
+const char* lmdx_strerror(int code);
 /* The full text of the last error returned to the calling thread (empty when there is none).
  * The error mode applies to the whole process. */
-const char *lmdx_last_error_message(void);
+const char* lmdx_last_error_message(void);
 
 /* Raw messages. */
 #define LMDX_ANY_SOURCE (-1)
@@ -69,19 +69,19 @@ typedef struct lmdx_status {
 
 /* Sends len bytes to rank dest (which may be this rank). Returns when buf may be reused.
  * Messages between one pair of ranks arrive in the order they were sent. */
-int lmdx_send(int dest, const void *buf, size_t len);
+int lmdx_send(int dest, const void* buf, size_t len);
 
 /* Receives the next message from src (or from any rank with LMDX_ANY_SOURCE) into buf.
  * A message longer than cap is an error (LMDX_ERR_TRUNCATED); it is not delivered in part. With
  * LMDX_ERRORS_RETURN the message stays queued, so a second call with a larger buffer gets it.
  * status may be NULL. */
-int lmdx_recv(int src, void *buf, size_t cap, lmdx_status *status);
+int lmdx_recv(int src, void* buf, size_t cap, lmdx_status* status);
 
 /* Like lmdx_recv, but returns LMDX_OK when a message was received, 1 when none was waiting. */
-int lmdx_try_recv(int src, void *buf, size_t cap, lmdx_status *status);
+int lmdx_try_recv(int src, void* buf, size_t cap, lmdx_status* status);
 
 /* Ends the whole job now with the given status and message (printed by this rank). */
-void lmdx_abort(int status, const char *message);
+void lmdx_abort(int status, const char* message);
 
 #ifdef __cplusplus
 }

@@ -36,9 +36,7 @@ inline int check(int code) {
 }  // namespace detail
 
 enum class errors { fatal = LMDX_ERRORS_ARE_FATAL, throw_exceptions = LMDX_ERRORS_RETURN };
-inline void set_error_mode(errors mode) {
-  lmdx_set_error_mode(static_cast<lmdx_error_mode>(mode));
-}
+inline void set_error_mode(errors mode) { lmdx_set_error_mode(static_cast<lmdx_error_mode>(mode)); }
 
 struct status {
   int source = -1;
@@ -46,16 +44,10 @@ struct status {
 };
 
 // Threads style: returns on rank 0 only.
-inline void init(int& argc, char**& argv) {
-  detail::check(lmdx_init(&argc, &argv));
-}
+inline void init(int& argc, char**& argv) { detail::check(lmdx_init(&argc, &argv)); }
 // SPMD style: returns on every rank.
-inline void init_spmd(int& argc, char**& argv) {
-  detail::check(lmdx_init_spmd(&argc, &argv));
-}
-inline void finalize() {
-  detail::check(lmdx_finalize());
-}
+inline void init_spmd(int& argc, char**& argv) { detail::check(lmdx_init_spmd(&argc, &argv)); }
+inline void finalize() { detail::check(lmdx_finalize()); }
 inline int rank() { return lmdx_rank(); }
 inline int size() { return lmdx_size(); }
 

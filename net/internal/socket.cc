@@ -17,7 +17,8 @@ namespace lmdx::net::internal {
 sockaddr_in ParseHostPort(const std::string& text) {
   auto colon = text.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) {
-    throw Error(LMDX_ERR_INVALID_ARGUMENT, "'" + text + "' is not an address of the form host:port");
+    throw Error(LMDX_ERR_INVALID_ARGUMENT,
+                "'" + text + "' is not an address of the form host:port");
   }
   std::string host = text.substr(0, colon);
   std::string port_text = text.substr(colon + 1);

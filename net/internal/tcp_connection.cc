@@ -154,13 +154,9 @@ bool TcpConnection::FeedHandshake() {
     }
   }
   switch (handshake_.state()) {
-    case Handshake::State::kRunning:
-      return true;
-    case Handshake::State::kFailed:
-      Close(handshake_.error());
-      return false;
-    case Handshake::State::kDone:
-      break;
+    case Handshake::State::kRunning: return true;
+    case Handshake::State::kFailed: Close(handshake_.error()); return false;
+    case Handshake::State::kDone: break;
   }
   peer_rank_ = handshake_.peer_id();
   bool flush;
@@ -326,7 +322,8 @@ void TcpConnection::WriteQueued(bool may_block) {
             skip -= size;
             return;
           }
-          iov[count++] = iovec{const_cast<char*>(static_cast<const char*>(base)) + skip, size - skip};
+          iov[count++] =
+              iovec{const_cast<char*>(static_cast<const char*>(base)) + skip, size - skip};
           skip = 0;
         };
         add(pending.header, kFrameHeaderSize);
@@ -404,9 +401,8 @@ void TcpConnection::Close(const std::string& why, bool quiet) {
   }
   if (quiet) return;
   auto self = shared_from_this();
-  engine_.Post([self, was_established, why] {
-    self->callbacks_.on_closed(self, was_established, why);
-  });
+  engine_.Post(
+      [self, was_established, why] { self->callbacks_.on_closed(self, was_established, why); });
 }
 
 }  // namespace lmdx::net::internal

@@ -4,7 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   lmdx_init_spmd(&argc, &argv);
   int rank = lmdx_rank();
   int size = lmdx_size();

@@ -41,7 +41,8 @@ std::string BinaryFromEnv(const char* variable) {
   return ResolveRunfile(value);
 }
 
-JobResult RunJob(const std::string& program, int nodes, const std::vector<std::string>& program_args,
+JobResult RunJob(const std::string& program, int nodes,
+                 const std::vector<std::string>& program_args,
                  const std::vector<std::string>& launcher_flags, std::chrono::seconds limit) {
   std::vector<std::string> args = {BinaryFromEnv("LMDX_TOOL"), "run", program, "-n",
                                    std::to_string(nodes)};

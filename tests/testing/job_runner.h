@@ -21,7 +21,8 @@ std::string BinaryFromEnv(const char* variable);
 
 // Runs `lmdx run PROGRAM -n NODES [launcher_flags] -- program_args` with the launcher named by
 // LMDX_TOOL. The run is killed after `limit` (the test then fails on exit_code).
-JobResult RunJob(const std::string& program, int nodes, const std::vector<std::string>& program_args,
+JobResult RunJob(const std::string& program, int nodes,
+                 const std::vector<std::string>& program_args,
                  const std::vector<std::string>& launcher_flags = {},
                  std::chrono::seconds limit = std::chrono::seconds(120));
 
