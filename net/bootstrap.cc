@@ -99,8 +99,8 @@ std::unique_ptr<Bootstrap> MakeLauncherBootstrap() { return std::make_unique<Lau
 std::unique_ptr<Bootstrap> MakeClusterBootstrap() { return std::make_unique<ClusterBootstrap>(); }
 
 BootstrapInfo DetectBootstrap() {
-  std::unique_ptr<Bootstrap> candidates[] = {MakeLauncherBootstrap(), MakeClusterBootstrap()};
-  for (const auto& bootstrap : candidates) {
+  for (auto make : {MakeLauncherBootstrap, MakeClusterBootstrap}) {
+    std::unique_ptr<Bootstrap> bootstrap = make();
     if (bootstrap->Detected()) return bootstrap->Read();
   }
   Fail(

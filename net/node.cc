@@ -30,13 +30,15 @@ std::string Rank(int rank) { return "rank " + std::to_string(rank); }
 
 }  // namespace
 
-Node::Node(const BootstrapInfo& info) : info_(info), lost_(static_cast<std::size_t>(info.size)) {
+Node::Node(const BootstrapInfo& info, const Setup& before_join)
+    : info_(info), lost_(static_cast<std::size_t>(info.size)) {
   SetLogRank(info_.rank);
   engine_.Start();
   Completion::SetDriver(&engine_);
   transport_ = std::make_unique<TcpTransport>(engine_, *this, info_.secret, info_.rank, info_.size,
                                               info_.bind_host);
   RegisterBuiltinHandlers();
+  if (before_join) before_join(*this);
   JoinThroughRendezvous();
 }
 

@@ -43,8 +43,12 @@ class Node : public TransportHost {
   // What to do when a peer vanishes outside an orderly end of the job.
   using PeerLostHook = std::function<void(int rank, const std::string& why)>;
 
+  // Runs inside the constructor before the node joins the job: layers above register their
+  // handlers there, so that no peer can send them a frame before they are in place.
+  using Setup = std::function<void(Node& node)>;
+
   // Joins the job described by info; throws lmdx::Error (LMDX_ERR_BOOTSTRAP or _NETWORK).
-  explicit Node(const BootstrapInfo& info);
+  explicit Node(const BootstrapInfo& info, const Setup& before_join = {});
   ~Node() override;
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;

@@ -105,7 +105,7 @@ CcRequest ParseCcArguments(const std::vector<std::string>& args) {
       bool cxx = arg.find("++") != std::string::npos;
       (cxx ? request.cxx_std : request.c_std) = arg;
     } else if (arg == "-include" || arg == "-isystem") {
-      std::string option = arg;
+      const std::string& option = arg;
       request.compile_flags.push_back(option);
       request.compile_flags.push_back(value_of(option.c_str()));
     } else if (StartsWith(arg, "-I") || StartsWith(arg, "-D") || StartsWith(arg, "-U")) {

@@ -19,7 +19,7 @@ constexpr int kUsageStatus = 2;
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int Main(int argc, char** argv) {
   using namespace lmdx::tools;
   CLI::App app("LMDX, a distributed shared memory runtime for C and C++", "lmdx");
   app.require_subcommand(1);
@@ -56,6 +56,16 @@ int main(int argc, char** argv) {
     return kUsageStatus;
   } catch (const std::exception& e) {
     std::cerr << sub << ": " << e.what() << "\n";
+    return 1;
+  }
+}
+
+// Anything that escapes is a bug, but it still ends with a line, not a bare abort.
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& error) {
+    std::cerr << "lmdx: " << error.what() << "\n";
     return 1;
   }
 }

@@ -101,7 +101,7 @@ NodeProcess NodeProcess::Spawn(const NodeSpawn& spawn) {
 
 NodeProcess::NodeProcess(NodeProcess&& other) noexcept
     : pid_(std::exchange(other.pid_, -1)),
-      status_(std::move(other.status_)),
+      status_(other.status_),
       stdout_(std::move(other.stdout_)),
       stderr_(std::move(other.stderr_)) {}
 

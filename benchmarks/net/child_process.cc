@@ -28,6 +28,7 @@ std::string errno_text(int err) { return std::strerror(err); }
   }
   for (const auto& [name, value] : extra_env) setenv(name.c_str(), value.c_str(), 1);
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   execv(args[0], args.data());
@@ -121,7 +122,9 @@ std::string find_on_path(const std::string& name) {
   std::istringstream dirs(path);
   for (std::string dir; std::getline(dirs, dir, ':');) {
     if (dir.empty()) dir = ".";
-    const std::string candidate = dir + "/" + name;
+    std::string candidate = dir;
+    candidate += '/';
+    candidate += name;
     if (access(candidate.c_str(), X_OK) == 0 && !std::filesystem::is_directory(candidate)) {
       // The folder made canonical, the name kept: OpenMPI's mpirun derives its install prefix
       // from the folder it was started from and refuses /bin (a symlink to /usr/bin here).

@@ -39,7 +39,7 @@ class LmdxChannel final : public PingPongChannel {
 }  // namespace
 }  // namespace lmdx::bench
 
-int main(int argc, char** argv) {
+static int Main(int argc, char** argv) {
   // lmdx_init_spmd removes LMDX's own options, so CLI11 sees only the benchmark's.
   lmdx_init_spmd(&argc, &argv);
   const int rank = lmdx_rank();
@@ -64,4 +64,14 @@ int main(int argc, char** argv) {
   lmdx::bench::run_pingpong(options, rank, channel, std::cout);
   lmdx_finalize();
   return 0;
+}
+
+// Anything that escapes is a bug, but it still ends with a line, not a bare abort.
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& error) {
+    std::cerr << "pingpong: " << error.what() << "\n";
+    return 1;
+  }
 }

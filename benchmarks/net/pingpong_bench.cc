@@ -158,4 +158,12 @@ int bench_main(int argc, char** argv) {
 }  // namespace
 }  // namespace lmdx::bench
 
-int main(int argc, char** argv) { return lmdx::bench::bench_main(argc, argv); }
+// Anything that escapes is a bug, but it still ends with a line, not a bare abort.
+int main(int argc, char** argv) {
+  try {
+    return lmdx::bench::bench_main(argc, argv);
+  } catch (const std::exception& error) {
+    std::cerr << "pingpong_bench: " << error.what() << "\n";
+    return 1;
+  }
+}

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <thread>
@@ -64,7 +65,8 @@ TEST(MailboxTest, PostedReceiveGetsThePayloadPlacedInItsBuffer) {
   std::uint8_t* place = nullptr;
   while ((place = mailbox.Place(4, 5)) == nullptr) std::this_thread::yield();
   EXPECT_EQ(place, reinterpret_cast<std::uint8_t*>(buffer));
-  std::memcpy(place, "hello", 5);
+  const std::string hello = "hello";
+  std::copy(hello.begin(), hello.end(), place);
   InboundMessage message;
   message.header.type = MessageType::kRaw;
   message.header.source = 4;

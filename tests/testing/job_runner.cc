@@ -50,6 +50,7 @@ JobResult RunJob(const std::string& program, int nodes,
   args.push_back("--");
   args.insert(args.end(), program_args.begin(), program_args.end());
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
 

@@ -36,6 +36,7 @@ std::vector<std::string> Environment(const std::vector<std::string>& changes) {
 
 std::vector<char*> CStrings(std::vector<std::string>& strings) {
   std::vector<char*> out;
+  out.reserve(strings.size() + 1);
   for (std::string& s : strings) out.push_back(s.data());
   out.push_back(nullptr);
   return out;
