@@ -58,10 +58,13 @@ class CcEndToEndTest : public ::testing::Test {
     return RunProcess(args, {"LMDX_HOME=" + home_.string()});
   }
 
-  // Under the sanitizer configuration liblmdx.so carries ASan; a program loading it must too.
+  // Under a sanitizer configuration liblmdx.so carries the sanitizer; a program loading it must
+  // too.
   static std::vector<std::string> SanitizerFlags() {
 #if defined(__SANITIZE_ADDRESS__)
     return {"-fsanitize=address,undefined"};
+#elif defined(__SANITIZE_THREAD__)
+    return {"-fsanitize=thread"};
 #else
     return {};
 #endif
