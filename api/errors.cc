@@ -67,6 +67,7 @@ const char* lmdx_strerror(int code) {
     case LMDX_ERR_NETWORK: return "network failure";
     case LMDX_ERR_SHUTDOWN: return "the job is ending";
     case LMDX_ERR_INTERNAL: return "internal error";
+    case LMDX_ERR_MISUSE: return "a synchronisation object was used against its rules";
     default: return "unknown LMDX error code";
   }
 }

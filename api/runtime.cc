@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "net/bootstrap.h"
 #include "net/rendezvous_server.h"
+#include "sync/service.h"
 
 namespace lmdx::api {
 namespace {
@@ -76,7 +77,7 @@ int Init(const char* call, Style style) {
     ever_initialized = true;
     net::BootstrapInfo info = StartedByLauncher() ? net::DetectBootstrap() : SingletonBootstrap();
     runtime.style = style;
-    runtime.node = std::make_unique<net::Node>(info);
+    runtime.node = std::make_unique<net::Node>(info, sync::Attach);
     runtime.node->SetPeerLostHook(OnPeerLost);
     current_node.store(runtime.node.get());
   }

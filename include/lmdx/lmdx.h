@@ -30,7 +30,9 @@ typedef enum lmdx_error {
   LMDX_ERR_BOOTSTRAP = -6,        /* the node could not learn its rank or join the job */
   LMDX_ERR_NETWORK = -7,          /* a transport failed */
   LMDX_ERR_SHUTDOWN = -8,         /* the job is ending */
-  LMDX_ERR_INTERNAL = -9
+  LMDX_ERR_INTERNAL = -9,
+  LMDX_ERR_MISUSE = -10 /* a sync object used against its rules: before init, unlock by a
+                          non-holder, a name used as two kinds, more arrivals than a count */
 } lmdx_error;
 
 typedef enum lmdx_error_mode {
@@ -79,6 +81,58 @@ int lmdx_recv(int src, void* buf, size_t cap, lmdx_status* status);
 
 /* Like lmdx_recv, but returns LMDX_OK when a message was received, 1 when none was waiting. */
 int lmdx_try_recv(int src, void* buf, size_t cap, lmdx_status* status);
+
+/* Synchronisation across nodes: named barriers, counting semaphores and locks. Names are the
+ * interface: every thread of every node that uses the same name uses the same object. Each name
+ * has a manager node chosen by hashing it. A name is one kind of object for the whole job.
+ * Blocking calls block only the calling thread. Misuse is LMDX_ERR_MISUSE, with a text naming the
+ * object and the rank. */
+
+/* Barriers: count is the number of participating threads, wherever they run; the barrier is
+ * reusable. Every node that uses a barrier may call init (with the same count); init must happen
+ * before the first use reaches the manager (the simplest: every user calls init first). */
+int lmdx_barrier_init(const char* name, int count);
+int lmdx_barrier(const char* name);
+/* All ranks, one thread each (SPMD style): a tree over the nodes, O(log N) steps. */
+int lmdx_barrier_all(void);
+
+/* Counting semaphores; waiters are served first come, first served. */
+int lmdx_sema_init(const char* name, int value);
+int lmdx_sema_p(const char* name);
+int lmdx_sema_v(const char* name);
+
+/* Locks (not recursive). lmdx_trylock returns 0 when it acquired the lock, 1 when it is busy. */
+int lmdx_lock(const char* name);
+int lmdx_unlock(const char* name);
+int lmdx_trylock(const char* name);
+
+/* Handles: a name looked up once, for hot paths. Valid until lmdx_finalize. NULL on failure. */
+typedef struct lmdx_barrier_object* lmdx_barrier_t;
+typedef struct lmdx_sema_object* lmdx_sema_t;
+typedef struct lmdx_lock_object* lmdx_lock_t;
+
+lmdx_barrier_t lmdx_barrier_find(const char* name);
+lmdx_sema_t lmdx_sema_find(const char* name);
+lmdx_lock_t lmdx_lock_find(const char* name);
+
+int lmdx_barrier_init_h(lmdx_barrier_t barrier, int count);
+int lmdx_barrier_h(lmdx_barrier_t barrier);
+int lmdx_sema_init_h(lmdx_sema_t sema, int value);
+int lmdx_sema_p_h(lmdx_sema_t sema);
+int lmdx_sema_v_h(lmdx_sema_t sema);
+int lmdx_lock_h(lmdx_lock_t lock);
+int lmdx_unlock_h(lmdx_lock_t lock);
+int lmdx_trylock_h(lmdx_lock_t lock);
+
+/* MDX spelling: the bare identifier is the name, LMDX_lock(L) locks "L". */
+#define LMDX_barrier_init(B, count) lmdx_barrier_init(#B, (count))
+#define LMDX_barrier(B) lmdx_barrier(#B)
+#define LMDX_sema_init(S, value) lmdx_sema_init(#S, (value))
+#define LMDX_sema_P(S) lmdx_sema_p(#S)
+#define LMDX_sema_V(S) lmdx_sema_v(#S)
+#define LMDX_lock(L) lmdx_lock(#L)
+#define LMDX_unlock(L) lmdx_unlock(#L)
+#define LMDX_trylock(L) lmdx_trylock(#L)
 
 /* Ends the whole job now with the given status and message (printed by this rank). */
 void lmdx_abort(int status, const char* message);

@@ -61,6 +61,63 @@ inline status recv(int source, std::span<std::byte> buffer) {
 }
 inline constexpr int any_source = LMDX_ANY_SOURCE;
 
+// Synchronisation across nodes (see lmdx.h). Objects are looked up once, by name.
+class barrier {
+ public:
+  explicit barrier(const char* name) : handle_(lmdx_barrier_find(name)) {
+    if (handle_ == nullptr) detail::check(LMDX_ERR_INVALID_ARGUMENT);
+  }
+  barrier(const char* name, int count) : barrier(name) { init(count); }
+  void init(int count) { detail::check(lmdx_barrier_init_h(handle_, count)); }
+  void wait() { detail::check(lmdx_barrier_h(handle_)); }
+  // SPMD style: every rank, one thread each.
+  static void all() { detail::check(lmdx_barrier_all()); }
+
+ private:
+  lmdx_barrier_t handle_;
+};
+
+class semaphore {
+ public:
+  explicit semaphore(const char* name) : handle_(lmdx_sema_find(name)) {
+    if (handle_ == nullptr) detail::check(LMDX_ERR_INVALID_ARGUMENT);
+  }
+  semaphore(const char* name, int value) : semaphore(name) { init(value); }
+  void init(int value) { detail::check(lmdx_sema_init_h(handle_, value)); }
+  void acquire() { detail::check(lmdx_sema_p_h(handle_)); }  // P
+  void release() { detail::check(lmdx_sema_v_h(handle_)); }  // V
+
+ private:
+  lmdx_sema_t handle_;
+};
+
+// Meets the standard Lockable requirements: std::lock_guard<lmdx::mutex> and std::unique_lock
+// work with it.
+class mutex {
+ public:
+  explicit mutex(const char* name) : handle_(lmdx_lock_find(name)) {
+    if (handle_ == nullptr) detail::check(LMDX_ERR_INVALID_ARGUMENT);
+  }
+  void lock() { detail::check(lmdx_lock_h(handle_)); }
+  void unlock() { detail::check(lmdx_unlock_h(handle_)); }
+  bool try_lock() { return detail::check(lmdx_trylock_h(handle_)) == 0; }
+
+ private:
+  lmdx_lock_t handle_;
+};
+
+// Holds a named lock for a scope.
+class lock_guard {
+ public:
+  explicit lock_guard(mutex& m) : mutex_(m) { mutex_.lock(); }
+  ~lock_guard() { mutex_.unlock(); }
+  lock_guard(const lock_guard&) = delete;
+  lock_guard& operator=(const lock_guard&) = delete;
+
+ private:
+  mutex& mutex_;
+};
+
 }  // namespace lmdx
 
 #endif  // LMDX_LMDX_HPP_

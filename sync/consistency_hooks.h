@@ -1,0 +1,55 @@
+// The consistency events of synchronisation. Every release (unlock, semaphore V, barrier arrival)
+// asks the protocol for a payload that travels with the outgoing message; every acquire (lock
+// grant, successful semaphore P, barrier departure) hands the payloads received to the protocol
+// before the calling thread continues. The DSM protocols (blueprint section 6) implement this
+// interface: write notices, vector time or diffs go in the payload. Until they exist, a null
+// protocol sends nothing.
+#ifndef LMDX_SYNC_CONSISTENCY_HOOKS_H_
+#define LMDX_SYNC_CONSISTENCY_HOOKS_H_
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace lmdx::sync {
+
+enum class ObjectKind { kLock, kBarrier, kSemaphore };
+
+// "lock", "barrier", "semaphore".
+const char* KindName(ObjectKind kind);
+
+// The object an event belongs to. lmdx_barrier_all is the barrier named "lmdx_barrier_all".
+struct SyncObject {
+  ObjectKind kind;
+  std::string_view name;
+};
+
+class ConsistencyHooks {
+ public:
+  virtual ~ConsistencyHooks() = default;
+  // Release side, on the releasing thread before its message leaves: the bytes to attach.
+  virtual std::string OnRelease(const SyncObject& object) = 0;
+  // Acquire side, on the acquiring thread before the call returns: what the releases this acquire
+  // synchronises with attached. A lock grant and a semaphore P bring one payload (the releaser's;
+  // a semaphore unit that came from lmdx_sema_init brings none); a barrier departure brings one
+  // per arrival of the round, in the order the manager counted them.
+  virtual void OnAcquire(const SyncObject& object, std::span<const std::string> payloads) = 0;
+};
+
+// Sends nothing and ignores what arrives.
+class NullConsistencyHooks final : public ConsistencyHooks {
+ public:
+  std::string OnRelease(const SyncObject&) override { return {}; }
+  void OnAcquire(const SyncObject&, std::span<const std::string>) override {}
+};
+
+// The hooks of this process (the null protocol unless another was installed). Installing is
+// meant for start-up, before the program synchronises; calls already under way keep the hooks
+// they started with.
+void SetConsistencyHooks(std::shared_ptr<ConsistencyHooks> hooks);
+std::shared_ptr<ConsistencyHooks> CurrentConsistencyHooks();
+
+}  // namespace lmdx::sync
+
+#endif  // LMDX_SYNC_CONSISTENCY_HOOKS_H_

@@ -1,0 +1,875 @@
+#include "sync/service.h"
+
+#include <algorithm>
+#include <atomic>
+#include <utility>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "sync/names.h"
+#include "sync/sync.pb.h"
+
+namespace lmdx::sync {
+namespace {
+
+// Message types, offsets from net::MessageType::kFirstSync. Fields of wire::SyncMessage used:
+enum Offset : int {
+  kLockAcquire = 0,      // node -> manager, one-way: name. Join the distributed queue.
+  kLockForward = 1,      // manager -> last requester, one-way: name, requester.
+  kLockGrant = 2,        // holder -> next holder, one-way: name, payloads (the token).
+  kLockError = 3,        // manager -> requester, one-way: name, code, text.
+  kLockTry = 4,          // node -> manager, request: name. Reply: flag (acquired), payloads.
+  kLockProbe = 5,        // manager -> last requester, one-way: name, requester.
+  kLockProbeResult = 6,  // last requester -> manager, one-way: name, flag, payloads.
+  kBarrierInit = 7,      // node -> manager, request: name, value (count).
+  kBarrierArrive = 8,    // node -> manager, one-way: name, waiter, value (pass), flag (first).
+  kBarrierDepart = 9,    // manager -> node, one-way: name, waiters, payloads, round.
+  kBarrierError = 10,    // manager -> node, one-way: waiter, code, text.
+  kSemaInit = 11,        // node -> manager, request: name, value.
+  kSemaP = 12,           // node -> manager, request: name. Reply (when a unit is free): payloads.
+  kSemaV = 13,           // node -> manager, request: name, payloads.
+  kAllUp = 14,           // child -> parent, one-way: round (epoch), payloads of the subtree.
+  kAllDown = 15,         // parent -> child, one-way: round (epoch), payloads of every rank.
+};
+
+constexpr int kTreeArity = 4;
+constexpr const char* kBarrierAllName = "lmdx_barrier_all";
+
+net::MessageType TypeOf(int offset) {
+  return static_cast<net::MessageType>(static_cast<int>(net::MessageType::kFirstSync) + offset);
+}
+
+std::string Rank(int rank) { return "rank " + std::to_string(rank); }
+
+std::string Quoted(const Object& object) {
+  return std::string(KindName(object.kind)) + " \"" + object.name + "\"";
+}
+
+std::vector<std::string> PayloadsOf(const wire::SyncMessage& message) {
+  return {message.payloads().begin(), message.payloads().end()};
+}
+
+std::string KindConflict(const std::string& name, ObjectKind is, ObjectKind used_as, int by) {
+  return "\"" + name + "\" is a " + KindName(is) + ", so " + Rank(by) + " cannot use it as a " +
+         KindName(used_as);
+}
+
+std::mutex current_mutex;
+std::shared_ptr<Service> current_service;
+std::atomic<Service*> current_pointer{nullptr};
+
+}  // namespace
+
+// The manager's state of one name.
+struct Service::Managed {
+  ObjectKind kind;
+  // Locks: the tail of the distributed queue, and a trylock probe under way.
+  int last = -1;
+  bool probing = false;
+  net::ReplyTo probe_reply;
+  int probe_requester = -1;
+  struct HeldBack {
+    int source;
+    std::string body;
+    std::optional<net::ReplyTo> try_reply;
+  };
+  std::deque<HeldBack> held_back;  // requests that came during a probe, in order
+  // Barriers.
+  int count = 0;  // 0 until initialized
+  bool broken = false;
+  std::string broken_text;
+  std::uint64_t round = 0;
+  int arrived = 0;
+  std::map<int, std::vector<std::uint64_t>> waiting;  // waiter ids by node
+  std::vector<std::string> payloads;
+  // Semaphores.
+  bool sema_ready = false;
+  std::int64_t init_value = 0;
+  std::int64_t init_units = 0;         // units from init, which carry no payload
+  std::deque<std::string> units;       // units from sema_v, with their payloads
+  std::deque<net::ReplyTo> p_waiters;  // first come, first served
+};
+
+struct Service::Actions {
+  struct Out {
+    int dest;
+    int offset;
+    std::string body;
+  };
+  struct Err {
+    net::ReplyTo to;
+    lmdx_error code;
+    std::string text;
+  };
+  std::vector<Out> sends;
+  std::vector<std::pair<net::ReplyTo, std::string>> replies;
+  std::vector<Err> errors;
+  std::vector<std::shared_ptr<Waiter>> wakes;
+
+  void Send(int dest, int offset, const wire::SyncMessage& message) {
+    sends.push_back({dest, offset, message.SerializeAsString()});
+  }
+  void Wake(std::shared_ptr<Waiter> waiter, lmdx_error code = LMDX_OK, std::string text = {}) {
+    waiter->code = code;
+    waiter->text = std::move(text);
+    wakes.push_back(std::move(waiter));
+  }
+};
+
+Service::Service(net::Node& node) : node_(node) {}
+
+void Service::Run(Actions& actions) {
+  for (auto& out : actions.sends) {
+    try {
+      node_.Send(out.dest, TypeOf(out.offset), std::move(out.body));
+    } catch (const Error& error) {
+      // The peer is gone: the node's lost-peer handling ends the job or fails the calls.
+      DebugLine(std::string("sync: a message was not sent: ") + error.what());
+    }
+  }
+  for (auto& [to, body] : actions.replies) {
+    try {
+      node_.Reply(to, std::move(body));
+    } catch (const Error& error) {
+      DebugLine(std::string("sync: a reply was not sent: ") + error.what());
+    }
+  }
+  for (auto& error : actions.errors) {
+    try {
+      node_.ReplyError(error.to, error.code, error.text);
+    } catch (const Error& e) {
+      DebugLine(std::string("sync: an error reply was not sent: ") + e.what());
+    }
+  }
+  for (auto& waiter : actions.wakes) waiter->done.Signal();
+}
+
+void Service::WaitFor(Waiter& waiter) {
+  waiter.done.Wait();
+  if (waiter.code != LMDX_OK) throw Error(waiter.code, waiter.text);
+}
+
+std::shared_ptr<Waiter> Service::NewWaiterLocked(std::uint64_t& id) {
+  auto waiter = std::make_shared<Waiter>();
+  waiter->thread = std::this_thread::get_id();
+  id = next_waiter_++;
+  waiters_[id] = waiter;
+  return waiter;
+}
+
+// ---- Names -------------------------------------------------------------------------------------
+
+Object& Service::ObjectLocked(const std::string& name, ObjectKind kind) {
+  auto it = objects_.find(name);
+  if (it != objects_.end()) {
+    if (it->second->kind != kind) {
+      throw Error(LMDX_ERR_MISUSE, "\"" + name + "\" is a " + KindName(it->second->kind) + " on " +
+                                       Rank(rank()) + ", so it cannot be used as a " +
+                                       KindName(kind));
+    }
+    return *it->second;
+  }
+  auto object = std::make_unique<Object>();
+  object->name = name;
+  object->kind = kind;
+  object->manager = ManagerOf(name, node_.size());
+  if (object->manager == rank()) {
+    // The manager learns the kind of every name its own node uses, as it does from messages.
+    Actions ignored;
+    bool kind_ok = true;
+    Managed& managed = ManagedLocked(name, kind, rank(), ignored, kind_ok);
+    if (!kind_ok) throw Error(LMDX_ERR_MISUSE, KindConflict(name, managed.kind, kind, rank()));
+  }
+  // A lock's token starts at its manager.
+  object->token_here = kind == ObjectKind::kLock && object->manager == rank();
+  Object& result = *object;
+  objects_.emplace(name, std::move(object));
+  return result;
+}
+
+Object* Service::Find(std::string_view name, ObjectKind kind) {
+  if (name.empty()) throw Error(LMDX_ERR_INVALID_ARGUMENT, "the name is empty");
+  std::lock_guard lock(mutex_);
+  return &ObjectLocked(std::string(name), kind);
+}
+
+Service::Managed& Service::ManagedLocked(const std::string& name, ObjectKind kind, int, Actions&,
+                                         bool& kind_ok) {
+  auto it = managed_.find(name);
+  if (it == managed_.end()) {
+    auto managed = std::make_unique<Managed>();
+    managed->kind = kind;
+    managed->last = rank();  // the token starts here
+    it = managed_.emplace(name, std::move(managed)).first;
+  }
+  kind_ok = it->second->kind == kind;
+  return *it->second;
+}
+
+// ---- Locks: the node's side --------------------------------------------------------------------
+
+void Service::Lock(Object* lock) {
+  auto hooks = CurrentConsistencyHooks();
+  const auto self = std::this_thread::get_id();
+  std::shared_ptr<Waiter> waiter;
+  Actions actions;
+  bool fast = false;
+  {
+    std::lock_guard guard(mutex_);
+    if (lock->held && lock->holder == self) {
+      throw Error(LMDX_ERR_MISUSE, Quoted(*lock) + " is already held by this thread of " +
+                                       Rank(rank()) + " (locks are not recursive)");
+    }
+    waiter = std::make_shared<Waiter>();
+    if (lock->token_here && !lock->held && lock->queue.empty()) {
+      // The token rests here: taken again without a message.
+      lock->held = true;
+      lock->holder = self;
+      waiter->payloads = {std::move(lock->released)};
+      lock->released.clear();
+      fast = true;
+    }
+  }
+  if (fast) {
+    hooks->OnAcquire({ObjectKind::kLock, lock->name}, waiter->payloads);
+    return;
+  }
+  {
+    std::lock_guard guard(mutex_);
+    waiter->thread = self;
+    lock->queue.push_back(waiter);
+    if (!lock->token_here && !lock->requested && !lock->trying) {
+      lock->requested = true;
+      wire::SyncMessage message;
+      message.set_name(lock->name);
+      actions.Send(lock->manager, kLockAcquire, message);
+    }
+  }
+  Run(actions);
+  WaitFor(*waiter);
+  hooks->OnAcquire({ObjectKind::kLock, lock->name}, waiter->payloads);
+}
+
+bool Service::TryLock(Object* lock) {
+  auto hooks = CurrentConsistencyHooks();
+  const auto self = std::this_thread::get_id();
+  bool local = false;
+  std::string local_payload;
+  {
+    std::lock_guard guard(mutex_);
+    if (lock->held || !lock->queue.empty() || lock->requested || lock->trying) return false;
+    if (lock->token_here) {
+      lock->held = true;
+      lock->holder = self;
+      local_payload = std::move(lock->released);
+      lock->released.clear();
+      local = true;
+    } else {
+      lock->trying = true;
+    }
+  }
+  if (local) {
+    hooks->OnAcquire({ObjectKind::kLock, lock->name},
+                     std::span<const std::string>(&local_payload, 1));
+    return true;
+  }
+  wire::SyncMessage request;
+  request.set_name(lock->name);
+  wire::SyncMessage reply;
+  std::optional<Error> failure;
+  try {
+    net::InboundMessage answer =
+        node_.Request(lock->manager, TypeOf(kLockTry), request.SerializeAsString());
+    reply.ParseFromString(answer.body);
+  } catch (const Error& error) {
+    failure = error;
+  }
+  Actions actions;
+  bool acquired = false;
+  {
+    std::lock_guard guard(mutex_);
+    lock->trying = false;
+    if (!failure && reply.flag()) {
+      acquired = true;
+      lock->token_here = true;
+      lock->held = true;
+      lock->holder = self;
+    } else if (!lock->queue.empty() && !lock->requested && !lock->token_here) {
+      // Threads that asked meanwhile left the request to this call; send it now.
+      lock->requested = true;
+      wire::SyncMessage message;
+      message.set_name(lock->name);
+      actions.Send(lock->manager, kLockAcquire, message);
+    }
+  }
+  Run(actions);
+  if (failure) throw *failure;
+  if (acquired) hooks->OnAcquire({ObjectKind::kLock, lock->name}, PayloadsOf(reply));
+  return acquired;
+}
+
+void Service::Unlock(Object* lock) {
+  const auto self = std::this_thread::get_id();
+  {
+    std::lock_guard guard(mutex_);
+    if (!lock->held) {
+      throw Error(LMDX_ERR_MISUSE, Quoted(*lock) + " is not held by " + Rank(rank()));
+    }
+    if (lock->holder != self) {
+      throw Error(LMDX_ERR_MISUSE, Quoted(*lock) + " is held by another thread of " + Rank(rank()) +
+                                       ", not by the caller");
+    }
+  }
+  // Only the holder gets here, so the state cannot change under it but for a forwarded request.
+  std::string payload = CurrentConsistencyHooks()->OnRelease({ObjectKind::kLock, lock->name});
+  Actions actions;
+  {
+    std::lock_guard guard(mutex_);
+    lock->held = false;
+    lock->released = std::move(payload);
+    if (lock->next >= 0) {
+      // Another node asked first: the token goes straight to it. Threads of this node still
+      // waiting queue up behind it.
+      wire::SyncMessage grant;
+      grant.set_name(lock->name);
+      grant.add_payloads(std::move(lock->released));
+      lock->released.clear();
+      actions.Send(lock->next, kLockGrant, grant);
+      lock->next = -1;
+      lock->token_here = false;
+      if (!lock->queue.empty() && !lock->requested && !lock->trying) {
+        lock->requested = true;
+        wire::SyncMessage message;
+        message.set_name(lock->name);
+        actions.Send(lock->manager, kLockAcquire, message);
+      }
+    } else {
+      ServeLocalLocked(*lock, actions);
+    }
+  }
+  Run(actions);
+}
+
+// The token is here and free: the first local waiter gets it, else the next node, else it rests.
+void Service::ServeLocalLocked(Object& lock, Actions& actions) {
+  if (!lock.queue.empty()) {
+    std::shared_ptr<Waiter> waiter = lock.queue.front();
+    lock.queue.pop_front();
+    lock.held = true;
+    lock.holder = waiter->thread;
+    waiter->payloads = {std::move(lock.released)};
+    lock.released.clear();
+    actions.Wake(std::move(waiter));
+    return;
+  }
+  if (lock.next >= 0) {
+    wire::SyncMessage grant;
+    grant.set_name(lock.name);
+    grant.add_payloads(std::move(lock.released));
+    lock.released.clear();
+    actions.Send(lock.next, kLockGrant, grant);
+    lock.next = -1;
+    lock.token_here = false;
+  }
+}
+
+// A request forwarded by the manager: this node is the one before requester in the queue.
+void Service::ForwardLocked(Object& lock, int requester, Actions& actions) {
+  if (lock.token_here && !lock.held && lock.queue.empty()) {
+    lock.next = requester;
+    ServeLocalLocked(lock, actions);
+    return;
+  }
+  if (lock.next >= 0) {
+    LogLine("sync: " + Quoted(lock) + " got a second successor (" + Rank(requester) + " after " +
+            Rank(lock.next) + "); internal error");
+  }
+  lock.next = requester;
+}
+
+void Service::GrantLocked(Object& lock, std::string payload, Actions& actions) {
+  lock.token_here = true;
+  lock.requested = false;
+  lock.released = std::move(payload);
+  ServeLocalLocked(lock, actions);
+}
+
+void Service::ProbeLocked(Object& lock, int requester, Actions& actions) {
+  wire::SyncMessage result;
+  result.set_name(lock.name);
+  result.set_requester(requester);
+  bool free =
+      lock.token_here && !lock.held && lock.queue.empty() && !lock.requested && lock.next < 0;
+  result.set_flag(free);
+  if (free) {
+    lock.token_here = false;
+    result.add_payloads(std::move(lock.released));
+    lock.released.clear();
+  }
+  actions.Send(lock.manager, kLockProbeResult, result);
+}
+
+void Service::FailLockWaitersLocked(Object& lock, lmdx_error code, const std::string& text,
+                                    Actions& actions) {
+  lock.requested = false;
+  while (!lock.queue.empty()) {
+    actions.Wake(lock.queue.front(), code, text);
+    lock.queue.pop_front();
+  }
+}
+
+// ---- Locks: the manager's side -----------------------------------------------------------------
+
+// Returns true when it started a probe (later requests then wait for its result).
+bool Service::ManagerLockRequest(int source, const wire::SyncMessage& message,
+                                 const std::optional<net::ReplyTo>& try_reply, Actions& actions) {
+  bool kind_ok = true;
+  Managed& managed = ManagedLocked(message.name(), ObjectKind::kLock, source, actions, kind_ok);
+  if (!kind_ok) {
+    std::string text = KindConflict(message.name(), managed.kind, ObjectKind::kLock, source);
+    if (try_reply) {
+      actions.errors.push_back({*try_reply, LMDX_ERR_MISUSE, text});
+    } else {
+      wire::SyncMessage error;
+      error.set_name(message.name());
+      error.set_code(LMDX_ERR_MISUSE);
+      error.set_text(text);
+      actions.Send(source, kLockError, error);
+    }
+    return false;
+  }
+  if (managed.probing) {
+    managed.held_back.push_back({source, message.SerializeAsString(), try_reply});
+    return false;
+  }
+  if (!try_reply) {
+    int last = managed.last;
+    managed.last = source;
+    if (last == rank()) {
+      ForwardLocked(ObjectLocked(message.name(), ObjectKind::kLock), source, actions);
+    } else {
+      wire::SyncMessage forward;
+      forward.set_name(message.name());
+      forward.set_requester(source);
+      actions.Send(last, kLockForward, forward);
+    }
+    return false;
+  }
+  managed.probing = true;
+  managed.probe_reply = *try_reply;
+  managed.probe_requester = source;
+  if (managed.last == rank()) {
+    ProbeLocked(ObjectLocked(message.name(), ObjectKind::kLock), source, actions);
+  } else {
+    wire::SyncMessage probe;
+    probe.set_name(message.name());
+    probe.set_requester(source);
+    actions.Send(managed.last, kLockProbe, probe);
+  }
+  return true;
+}
+
+// ---- Barriers ----------------------------------------------------------------------------------
+
+void Service::BarrierInit(Object* barrier, int count) {
+  if (count <= 0) {
+    throw Error(LMDX_ERR_INVALID_ARGUMENT,
+                Quoted(*barrier) + ": the count must be positive, not " + std::to_string(count));
+  }
+  wire::SyncMessage message;
+  message.set_name(barrier->name);
+  message.set_value(count);
+  node_.Request(barrier->manager, TypeOf(kBarrierInit), message.SerializeAsString());
+}
+
+void Service::Barrier(Object* barrier) {
+  // Each thread's passes through each barrier: an arrival for a round that already ended means
+  // the barrier has more participants than its count.
+  thread_local std::unordered_map<const Object*, std::uint64_t> passes;
+  auto hooks = CurrentConsistencyHooks();
+  auto known = passes.find(barrier);
+  wire::SyncMessage message;
+  message.set_name(barrier->name);
+  message.set_flag(known == passes.end());
+  message.set_value(static_cast<std::int64_t>(known == passes.end() ? 0 : known->second));
+  message.add_payloads(hooks->OnRelease({ObjectKind::kBarrier, barrier->name}));
+  std::shared_ptr<Waiter> waiter;
+  {
+    std::lock_guard guard(mutex_);
+    std::uint64_t id = 0;
+    waiter = NewWaiterLocked(id);
+    message.set_waiter(id);
+  }
+  Actions actions;
+  actions.Send(barrier->manager, kBarrierArrive, message);
+  Run(actions);
+  WaitFor(*waiter);
+  passes[barrier] = waiter->round + 1;
+  hooks->OnAcquire({ObjectKind::kBarrier, barrier->name}, waiter->payloads);
+}
+
+void Service::BarrierArriveLocked(int source, const wire::SyncMessage& message, Actions& actions) {
+  auto fail = [&](int dest, std::uint64_t waiter, const std::string& text) {
+    wire::SyncMessage error;
+    error.set_name(message.name());
+    error.set_waiter(waiter);
+    error.set_code(LMDX_ERR_MISUSE);
+    error.set_text(text);
+    actions.Send(dest, kBarrierError, error);
+  };
+  bool kind_ok = true;
+  Managed& managed = ManagedLocked(message.name(), ObjectKind::kBarrier, source, actions, kind_ok);
+  const std::string quoted = "barrier \"" + message.name() + "\"";
+  if (!kind_ok) {
+    fail(source, message.waiter(),
+         KindConflict(message.name(), managed.kind, ObjectKind::kBarrier, source));
+    return;
+  }
+  if (managed.count == 0) {
+    fail(source, message.waiter(),
+         quoted + " is used before lmdx_barrier_init (a thread of " + Rank(source) + " arrived)");
+    return;
+  }
+  if (managed.broken) {
+    fail(source, message.waiter(), managed.broken_text);
+    return;
+  }
+  if (!message.flag() && static_cast<std::uint64_t>(message.value()) < managed.round) {
+    // A thread arrives for a round that ended without it: the count is smaller than the number of
+    // threads that use the barrier, and it can never be reached again. Everyone waiting is told.
+    managed.broken = true;
+    managed.broken_text = quoted + " has more arrivals than its count " +
+                          std::to_string(managed.count) + ": a thread of " + Rank(source) +
+                          " arrived for round " + std::to_string(message.value()) +
+                          ", which had already ended";
+    fail(source, message.waiter(), managed.broken_text);
+    for (const auto& [node, ids] : managed.waiting) {
+      for (std::uint64_t id : ids) fail(node, id, managed.broken_text);
+    }
+    managed.waiting.clear();
+    managed.payloads.clear();
+    managed.arrived = 0;
+    return;
+  }
+  ++managed.arrived;
+  managed.waiting[source].push_back(message.waiter());
+  for (const auto& payload : message.payloads()) managed.payloads.push_back(payload);
+  if (managed.arrived < managed.count) return;
+  // The last arrival: one departure per node, naming its waiting threads.
+  for (const auto& [node, ids] : managed.waiting) {
+    wire::SyncMessage depart;
+    depart.set_name(message.name());
+    depart.set_round(managed.round);
+    for (std::uint64_t id : ids) depart.add_waiters(id);
+    for (const auto& payload : managed.payloads) depart.add_payloads(payload);
+    actions.Send(node, kBarrierDepart, depart);
+  }
+  ++managed.round;
+  managed.arrived = 0;
+  managed.waiting.clear();
+  managed.payloads.clear();
+}
+
+// lmdx_barrier_all: a combining tree of arity kTreeArity over the ranks (rank 0 is the root,
+// rank r's children are kTreeArity*r+1 ...). Arrivals go up, the departure comes down.
+void Service::BarrierAll() {
+  auto hooks = CurrentConsistencyHooks();
+  std::string payload = hooks->OnRelease({ObjectKind::kBarrier, kBarrierAllName});
+  std::shared_ptr<Waiter> waiter;
+  Actions actions;
+  {
+    std::lock_guard guard(mutex_);
+    if (all_waiter_) {
+      throw Error(LMDX_ERR_MISUSE, "another thread of " + Rank(rank()) +
+                                       " is already waiting in lmdx_barrier_all (one thread per "
+                                       "rank calls it)");
+    }
+    waiter = std::make_shared<Waiter>();
+    waiter->thread = std::this_thread::get_id();
+    all_waiter_ = waiter;
+    all_own_payload_ = std::move(payload);
+    AllTryAdvanceLocked(all_epoch_, actions);
+  }
+  Run(actions);
+  WaitFor(*waiter);
+  hooks->OnAcquire({ObjectKind::kBarrier, kBarrierAllName}, waiter->payloads);
+}
+
+void Service::AllTryAdvanceLocked(std::uint64_t epoch, Actions& actions) {
+  if (!all_waiter_ || epoch != all_epoch_ || all_waiter_->round == 1) return;
+  int children = 0;
+  for (int k = 1; k <= kTreeArity; ++k) {
+    if (kTreeArity * rank() + k < node_.size()) ++children;
+  }
+  AllArrivals& arrivals = all_arrivals_[epoch];
+  if (arrivals.children < children) return;
+  std::vector<std::string> payloads = std::move(arrivals.payloads);
+  all_arrivals_.erase(epoch);
+  payloads.push_back(std::move(all_own_payload_));
+  all_waiter_->round = 1;  // this node's arrival has gone up
+  if (rank() == 0) {
+    AllDepartLocked(epoch, std::move(payloads), actions);
+    return;
+  }
+  wire::SyncMessage up;
+  up.set_round(epoch);
+  for (auto& p : payloads) up.add_payloads(std::move(p));
+  actions.Send((rank() - 1) / kTreeArity, kAllUp, up);
+}
+
+void Service::AllDepartLocked(std::uint64_t epoch, std::vector<std::string> payloads,
+                              Actions& actions) {
+  wire::SyncMessage down;
+  down.set_round(epoch);
+  for (const auto& p : payloads) down.add_payloads(p);
+  for (int k = 1; k <= kTreeArity; ++k) {
+    int child = kTreeArity * rank() + k;
+    if (child < node_.size()) actions.Send(child, kAllDown, down);
+  }
+  std::shared_ptr<Waiter> waiter = std::move(all_waiter_);
+  all_waiter_.reset();
+  ++all_epoch_;
+  if (!waiter) {
+    LogLine("sync: lmdx_barrier_all departure with no thread waiting; internal error");
+    return;
+  }
+  waiter->round = epoch;
+  waiter->payloads = std::move(payloads);
+  actions.Wake(std::move(waiter));
+}
+
+// ---- Semaphores --------------------------------------------------------------------------------
+
+void Service::SemaInit(Object* sema, int value) {
+  if (value < 0) {
+    throw Error(LMDX_ERR_INVALID_ARGUMENT,
+                Quoted(*sema) + ": the value must not be negative, not " + std::to_string(value));
+  }
+  wire::SyncMessage message;
+  message.set_name(sema->name);
+  message.set_value(value);
+  node_.Request(sema->manager, TypeOf(kSemaInit), message.SerializeAsString());
+}
+
+void Service::SemaP(Object* sema) {
+  wire::SyncMessage message;
+  message.set_name(sema->name);
+  net::InboundMessage answer =
+      node_.Request(sema->manager, TypeOf(kSemaP), message.SerializeAsString());
+  wire::SyncMessage reply;
+  reply.ParseFromString(answer.body);
+  CurrentConsistencyHooks()->OnAcquire({ObjectKind::kSemaphore, sema->name}, PayloadsOf(reply));
+}
+
+void Service::SemaV(Object* sema) {
+  wire::SyncMessage message;
+  message.set_name(sema->name);
+  message.add_payloads(CurrentConsistencyHooks()->OnRelease({ObjectKind::kSemaphore, sema->name}));
+  node_.Request(sema->manager, TypeOf(kSemaV), message.SerializeAsString());
+}
+
+// ---- Handlers ----------------------------------------------------------------------------------
+
+void Service::Handle(int offset, net::Node::Handler handler) {
+  node_.Handle(TypeOf(offset), std::move(handler));
+}
+
+void Service::RegisterHandlers() {
+  // Parses the body, runs body under the mutex, then sends what it collected.
+  auto on = [this](int offset, auto body) {
+    Handle(offset, [this, body](net::InboundMessage& in, const net::ReplyTo* reply_to) {
+      wire::SyncMessage message;
+      message.ParseFromString(in.body);
+      Actions actions;
+      try {
+        std::lock_guard guard(mutex_);
+        body(in.header.source, message, reply_to, actions);
+      } catch (const Error& error) {
+        if (reply_to != nullptr) {
+          actions.errors.push_back({*reply_to, error.code(), error.what()});
+        } else {
+          LogLine(std::string("sync: ") + error.what());
+        }
+      }
+      Run(actions);
+    });
+  };
+  using Msg = const wire::SyncMessage&;
+  using To = const net::ReplyTo*;
+
+  on(kLockAcquire,
+     [this](int source, Msg m, To, Actions& a) { ManagerLockRequest(source, m, std::nullopt, a); });
+  on(kLockTry, [this](int source, Msg m, To to, Actions& a) {
+    if (to != nullptr) ManagerLockRequest(source, m, *to, a);
+  });
+  on(kLockForward, [this](int, Msg m, To, Actions& a) {
+    ForwardLocked(ObjectLocked(m.name(), ObjectKind::kLock), m.requester(), a);
+  });
+  on(kLockProbe, [this](int, Msg m, To, Actions& a) {
+    ProbeLocked(ObjectLocked(m.name(), ObjectKind::kLock), m.requester(), a);
+  });
+  on(kLockGrant, [this](int, Msg m, To, Actions& a) {
+    GrantLocked(ObjectLocked(m.name(), ObjectKind::kLock),
+                m.payloads_size() > 0 ? m.payloads(0) : std::string(), a);
+  });
+  on(kLockError, [this](int, Msg m, To, Actions& a) {
+    FailLockWaitersLocked(ObjectLocked(m.name(), ObjectKind::kLock),
+                          static_cast<lmdx_error>(m.code()), m.text(), a);
+  });
+  on(kLockProbeResult, [this](int, Msg m, To, Actions& a) {
+    bool kind_ok = true;
+    Managed& managed = ManagedLocked(m.name(), ObjectKind::kLock, rank(), a, kind_ok);
+    managed.probing = false;
+    wire::SyncMessage reply;
+    reply.set_flag(m.flag());
+    if (m.flag()) {
+      managed.last = managed.probe_requester;
+      for (const auto& p : m.payloads()) reply.add_payloads(p);
+    }
+    a.replies.emplace_back(managed.probe_reply, reply.SerializeAsString());
+    // Requests that came during the probe, in their order, until one starts another probe.
+    while (!managed.probing && !managed.held_back.empty()) {
+      Managed::HeldBack held = std::move(managed.held_back.front());
+      managed.held_back.pop_front();
+      wire::SyncMessage request;
+      request.ParseFromString(held.body);
+      ManagerLockRequest(held.source, request, held.try_reply, a);
+    }
+  });
+
+  on(kBarrierInit, [this](int source, Msg m, To to, Actions& a) {
+    if (to == nullptr) return;
+    bool kind_ok = true;
+    Managed& managed = ManagedLocked(m.name(), ObjectKind::kBarrier, source, a, kind_ok);
+    if (!kind_ok) {
+      a.errors.push_back({*to, LMDX_ERR_MISUSE,
+                          KindConflict(m.name(), managed.kind, ObjectKind::kBarrier, source)});
+    } else if (managed.count == 0 || managed.count == m.value()) {
+      managed.count = static_cast<int>(m.value());
+      a.replies.emplace_back(*to, std::string());
+    } else {
+      a.errors.push_back({*to, LMDX_ERR_MISUSE,
+                          "barrier \"" + m.name() + "\" was initialized with count " +
+                              std::to_string(managed.count) + "; " + Rank(source) +
+                              " initializes it again with count " + std::to_string(m.value())});
+    }
+  });
+  on(kBarrierArrive,
+     [this](int source, Msg m, To, Actions& a) { BarrierArriveLocked(source, m, a); });
+  on(kBarrierDepart, [this](int, Msg m, To, Actions& a) {
+    std::vector<std::string> payloads = PayloadsOf(m);
+    for (std::uint64_t id : m.waiters()) {
+      auto it = waiters_.find(id);
+      if (it == waiters_.end()) continue;
+      std::shared_ptr<Waiter> waiter = std::move(it->second);
+      waiters_.erase(it);
+      waiter->round = m.round();
+      waiter->payloads = payloads;
+      a.Wake(std::move(waiter));
+    }
+  });
+  on(kBarrierError, [this](int, Msg m, To, Actions& a) {
+    auto it = waiters_.find(m.waiter());
+    if (it == waiters_.end()) return;
+    std::shared_ptr<Waiter> waiter = std::move(it->second);
+    waiters_.erase(it);
+    a.Wake(std::move(waiter), static_cast<lmdx_error>(m.code()), m.text());
+  });
+  on(kAllUp, [this](int, Msg m, To, Actions& a) {
+    AllArrivals& arrivals = all_arrivals_[m.round()];
+    ++arrivals.children;
+    for (const auto& p : m.payloads()) arrivals.payloads.push_back(p);
+    AllTryAdvanceLocked(m.round(), a);
+  });
+  on(kAllDown,
+     [this](int, Msg m, To, Actions& a) { AllDepartLocked(m.round(), PayloadsOf(m), a); });
+
+  on(kSemaInit, [this](int source, Msg m, To to, Actions& a) {
+    if (to == nullptr) return;
+    bool kind_ok = true;
+    Managed& managed = ManagedLocked(m.name(), ObjectKind::kSemaphore, source, a, kind_ok);
+    if (!kind_ok) {
+      a.errors.push_back({*to, LMDX_ERR_MISUSE,
+                          KindConflict(m.name(), managed.kind, ObjectKind::kSemaphore, source)});
+    } else if (!managed.sema_ready) {
+      managed.sema_ready = true;
+      managed.init_value = m.value();
+      managed.init_units = m.value();
+      a.replies.emplace_back(*to, std::string());
+    } else if (managed.init_value == m.value()) {
+      a.replies.emplace_back(*to, std::string());
+    } else {
+      a.errors.push_back({*to, LMDX_ERR_MISUSE,
+                          "semaphore \"" + m.name() + "\" was initialized with value " +
+                              std::to_string(managed.init_value) + "; " + Rank(source) +
+                              " initializes it again with value " + std::to_string(m.value())});
+    }
+  });
+  auto sema_check = [this](int source, Msg m, To to, Actions& a, const char* call) -> Managed* {
+    bool kind_ok = true;
+    Managed& managed = ManagedLocked(m.name(), ObjectKind::kSemaphore, source, a, kind_ok);
+    if (!kind_ok) {
+      a.errors.push_back({*to, LMDX_ERR_MISUSE,
+                          KindConflict(m.name(), managed.kind, ObjectKind::kSemaphore, source)});
+      return nullptr;
+    }
+    if (!managed.sema_ready) {
+      a.errors.push_back({*to, LMDX_ERR_MISUSE,
+                          "semaphore \"" + m.name() + "\" is used before lmdx_sema_init (" + call +
+                              " on " + Rank(source) + ")"});
+      return nullptr;
+    }
+    return &managed;
+  };
+  on(kSemaP, [sema_check](int source, Msg m, To to, Actions& a) {
+    if (to == nullptr) return;
+    Managed* managed = sema_check(source, m, to, a, "lmdx_sema_p");
+    if (managed == nullptr) return;
+    if (managed->init_units > 0) {
+      --managed->init_units;
+      a.replies.emplace_back(*to, std::string());
+    } else if (!managed->units.empty()) {
+      wire::SyncMessage reply;
+      reply.add_payloads(std::move(managed->units.front()));
+      managed->units.pop_front();
+      a.replies.emplace_back(*to, reply.SerializeAsString());
+    } else {
+      managed->p_waiters.push_back(*to);
+    }
+  });
+  on(kSemaV, [sema_check](int source, Msg m, To to, Actions& a) {
+    if (to == nullptr) return;
+    Managed* managed = sema_check(source, m, to, a, "lmdx_sema_v");
+    if (managed == nullptr) return;
+    std::string payload = m.payloads_size() > 0 ? m.payloads(0) : std::string();
+    if (!managed->p_waiters.empty()) {
+      wire::SyncMessage reply;
+      reply.add_payloads(std::move(payload));
+      a.replies.emplace_back(managed->p_waiters.front(), reply.SerializeAsString());
+      managed->p_waiters.pop_front();
+    } else {
+      managed->units.push_back(std::move(payload));
+    }
+    a.replies.emplace_back(*to, std::string());
+  });
+}
+
+// ---- The node's service ------------------------------------------------------------------------
+
+void Attach(net::Node& node) {
+  auto service = std::make_shared<Service>(node);
+  service->RegisterHandlers();
+  std::lock_guard lock(current_mutex);
+  current_service = service;
+  current_pointer.store(service.get(), std::memory_order_release);
+}
+
+Service& Current() {
+  Service* service = current_pointer.load(std::memory_order_acquire);
+  if (service == nullptr) {
+    throw Error(LMDX_ERR_NOT_INITIALIZED, "called before lmdx_init or lmdx_init_spmd");
+  }
+  return *service;
+}
+
+}  // namespace lmdx::sync
