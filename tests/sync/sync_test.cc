@@ -1,0 +1,96 @@
+// Named locks, barriers and semaphores in real jobs of real node processes, through the launcher.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/testing/job_runner.h"
+
+namespace lmdx::testing {
+namespace {
+
+std::string Program(const char* variable) { return BinaryFromEnv(variable); }
+
+TEST(LockTest, EightNodesTwoThreadsTenThousandIncrements) {
+  JobResult job = RunJob(Program("MUTEX"), 8, {"2", "10000"}, {}, std::chrono::seconds(120));
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  EXPECT_NE(job.out.find("rank 0: counter 10000 of 10000, overlaps 0"), std::string::npos)
+      << job.out;
+}
+
+class BarrierAllTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(BarrierAllTest, AThousandRoundsNobodyLeavesEarly) {
+  int nodes = GetParam();
+  JobResult job = RunJob(Program("BARRIER"), nodes, {"all", "1000"}, {}, std::chrono::seconds(120));
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  EXPECT_EQ(CountOf(job.out, "passed 1000 rounds"), nodes) << job.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Nodes, BarrierAllTest, ::testing::Values(2, 4, 8, 16));
+
+class NamedBarrierTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(NamedBarrierTest, AThousandRoundsTwoThreadsPerNode) {
+  int nodes = GetParam();
+  JobResult job =
+      RunJob(Program("BARRIER"), nodes, {"named", "1000", "2"}, {}, std::chrono::seconds(120));
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  EXPECT_EQ(CountOf(job.out, "passed 1000 rounds"), 2 * nodes) << job.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Nodes, NamedBarrierTest, ::testing::Values(2, 4, 8, 16));
+
+TEST(SemaphoreTest, BoundedBufferMovesEveryItemOnce) {
+  JobResult job =
+      RunJob(Program("SEMAPHORE"), 5, {"buffer", "100000", "16"}, {}, std::chrono::seconds(120));
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  EXPECT_NE(job.out.find("rank 0: moved 100000 items, checksums match"), std::string::npos)
+      << job.out;
+}
+
+TEST(SemaphoreTest, WaitersAreServedInArrivalOrder) {
+  JobResult job = RunJob(Program("SEMAPHORE"), 4, {"fifo"});
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  EXPECT_NE(job.out.find("rank 0: woke in order 1 2 3"), std::string::npos) << job.out;
+}
+
+TEST(ConsistencyHooksTest, PayloadsTravelFromReleaserToAcquirer) {
+  JobResult job = RunJob(Program("HOOKS"), 4, {});
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  EXPECT_NE(job.out.find("rank 0: lock counter 400 of 400"), std::string::npos) << job.out;
+  EXPECT_EQ(CountOf(job.out, "barrier payloads ok"), 4) << job.out;
+  EXPECT_NE(job.out.find("rank 2: semaphore payloads ok"), std::string::npos) << job.out;
+}
+
+TEST(MisuseTest, EveryMisuseIsReportedWithObjectAndRank) {
+  JobResult job = RunJob(Program("MISUSE"), 2, {"return"});
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  EXPECT_NE(job.out.find("rank 0: 10 misuse cases reported"), std::string::npos) << job.out;
+  EXPECT_NE(job.out.find("rank 1: 14 misuse cases reported"), std::string::npos) << job.out;
+}
+
+TEST(MisuseTest, FatalModeEndsTheJobWithOneClearLine) {
+  JobResult job = RunJob(Program("MISUSE"), 3, {"fatal"}, {}, std::chrono::seconds(30));
+  EXPECT_NE(job.exit_code, 0);
+  EXPECT_NE(job.err.find("lmdx_unlock: lock \"never_locked\" is not held by rank 1"),
+            std::string::npos)
+      << job.err;
+  EXPECT_NE(job.err.find("lmdx run: rank 1"), std::string::npos) << job.err;
+  EXPECT_EQ(job.out.find("went unnoticed"), std::string::npos) << job.out;
+}
+
+class DeathTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(DeathTest, ANodeDyingEndsTheJobNamingIt) {
+  JobResult job = RunJob(Program("DIES"), 4, {GetParam()}, {}, std::chrono::seconds(30));
+  EXPECT_NE(job.exit_code, 0);
+  EXPECT_LT(job.elapsed, std::chrono::seconds(5)) << job.err;
+  EXPECT_NE(job.err.find("rank 1"), std::string::npos) << job.err;
+  EXPECT_NE(job.err.find("SIGKILL"), std::string::npos) << job.err;
+  EXPECT_EQ(job.out.find("went on"), std::string::npos) << job.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(While, DeathTest, ::testing::Values("lock", "barrier"));
+
+}  // namespace
+}  // namespace lmdx::testing
