@@ -14,6 +14,8 @@ const std::vector<Benchmark>& Benchmarks() {
   static const std::vector<Benchmark> table = {
       {"pingpong", "benchmarks/net/pingpong_bench",
        "half round-trip latency and bandwidth, 8 B to 64 MiB, 2 nodes over TCP; OpenMPI beside"},
+      {"sync", "benchmarks/sync/sync_bench",
+       "lock, barrier (2-16 nodes) and semaphore times, also in one-way message latencies"},
   };
   return table;
 }
