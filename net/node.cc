@@ -82,11 +82,26 @@ void Node::JoinThroughRendezvous() {
     }
     transport_->SetJobTable(table);
     job_table_ = std::move(table);
+    ChooseDriveBudget();
   } catch (const Error& error) {
     Stop();
     throw Error(LMDX_ERR_BOOTSTRAP, std::string("cannot join the job: ") + error.what());
   }
   WatchRendezvous();
+}
+
+// Waiting threads poll the network briefly (net/completion.h) only while this host has a core
+// for each of its nodes: with more nodes than cores, the poll would hold the core that the node
+// it waits for needs, and the wait would only get longer.
+void Node::ChooseDriveBudget() {
+  const std::string& host = job_table_.nodes(info_.rank).host();
+  long nodes_here = 0;
+  for (const wire::NodeInfo& node : job_table_.nodes()) nodes_here += node.host() == host ? 1 : 0;
+  long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  bool oversubscribed = cores > 0 && nodes_here > cores;
+  engine_.SetDriveBudget(oversubscribed ? 0 : ProgressEngine::kDefaultDriveMicros);
+  DebugLine(std::to_string(nodes_here) + " nodes on " + std::to_string(cores) +
+            " cores: waiting threads " + (oversubscribed ? "sleep at once" : "poll briefly"));
 }
 
 // The rendezvous connection stays open for the whole job: when it closes, the launcher is gone

@@ -115,6 +115,7 @@ class Node : public TransportHost {
 
   void JoinThroughRendezvous();
   void WatchRendezvous();
+  void ChooseDriveBudget();
   void SendFrame(int dest, OutgoingMessage message);
   void DeliverToSelf(OutgoingMessage message);
   void CompleteRequest(InboundMessage message);

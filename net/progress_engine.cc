@@ -180,8 +180,11 @@ void ProgressEngine::DriveBriefly(Completion& completion) {
   BeginDriving();
   // The budget counts idle time only: while frames keep arriving (a large message streaming in)
   // this thread goes on reading them rather than handing over to the progress thread midway.
+  std::int64_t budget_ns = std::int64_t{drive_micros_.load(std::memory_order_relaxed)} * 1000;
   std::int64_t last_event = MonotonicNs();
-  while (!completion.done() && MonotonicNs() - last_event < std::int64_t{kDriveMicros} * 1000) {
+  bool first = true;
+  while (!completion.done() && (first || MonotonicNs() - last_event < budget_ns)) {
+    first = false;
     std::unique_lock lock(dispatch_mutex_, std::try_to_lock);
     if (!lock.owns_lock()) continue;
     int count = ::epoll_wait(epoll_fd_.get(), events, kMaxEvents, 0);

@@ -60,9 +60,12 @@ class ProgressEngine : public CompletionDriver {
   bool InDispatch() const;
 
   // CompletionDriver: polls and dispatches from the calling thread until the completion is done
-  // or nothing has arrived for kDriveMicros.
+  // or nothing has arrived for the drive budget.
   void DriveBriefly(Completion& completion) override;
-  static constexpr int kDriveMicros = 50;
+  static constexpr int kDefaultDriveMicros = 50;
+  // 0 makes a waiter poll once and then sleep: right when this host runs more nodes than it has
+  // cores, where a polling waiter would hold the core the awaited node needs.
+  void SetDriveBudget(int micros) { drive_micros_.store(micros, std::memory_order_relaxed); }
 
  private:
   struct Registration {
@@ -88,6 +91,7 @@ class ProgressEngine : public CompletionDriver {
   // its wake-up takes the core of the very thread that waits.
   void BeginDriving();
   void EndDriving();
+  std::atomic<int> drive_micros_{kDefaultDriveMicros};
   std::mutex drivers_mutex_;
   int drivers_ = 0;  // application threads driving now
 
