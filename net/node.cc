@@ -184,6 +184,33 @@ void Node::SetPeerLostHook(PeerLostHook hook) {
   peer_lost_hook_ = std::move(hook);
 }
 
+void Node::AddPeerLostObserver(PeerLostHook observer) {
+  std::lock_guard lock(hook_mutex_);
+  peer_lost_observers_.push_back(std::move(observer));
+}
+
+void Node::FailRequests(MessageType first, MessageType last, lmdx_error code,
+                        const std::string& why) {
+  std::vector<PendingRequest*> failed;
+  {
+    std::lock_guard lock(requests_mutex_);
+    for (auto it = requests_.begin(); it != requests_.end();) {
+      MessageType type = it->second->type;
+      if (type < first || type > last) {
+        ++it;
+        continue;
+      }
+      failed.push_back(it->second);
+      it = requests_.erase(it);
+    }
+  }
+  for (PendingRequest* pending : failed) {
+    pending->error = code;
+    pending->error_text = why;
+    pending->done.Signal();
+  }
+}
+
 void Node::Send(int dest, MessageType type, std::string body, Payload payload) {
   OutgoingMessage message;
   message.header.type = type;
@@ -245,7 +272,7 @@ void Node::DeliverToSelf(OutgoingMessage message) {
 
 InboundMessage Node::Request(int dest, MessageType type, std::string body, Payload payload,
                              std::uint8_t* reply_buffer, std::size_t reply_capacity) {
-  PendingRequest pending{dest, reply_buffer, reply_capacity, {}, LMDX_OK, {}, {}};
+  PendingRequest pending{dest, type, reply_buffer, reply_capacity, {}, LMDX_OK, {}, {}};
   std::uint64_t id = next_request_id_.fetch_add(1, std::memory_order_relaxed);
   {
     std::lock_guard lock(requests_mutex_);
@@ -403,10 +430,13 @@ void Node::OnPeerLost(int rank, const std::string& why) {
   }
   if (ending() || stopped_.load()) return;
   PeerLostHook hook;
+  std::vector<PeerLostHook> observers;
   {
     std::lock_guard lock(hook_mutex_);
     hook = peer_lost_hook_;
+    observers = peer_lost_observers_;
   }
+  for (const PeerLostHook& observer : observers) observer(rank, text);
   if (hook) {
     hook(rank, text);
     return;

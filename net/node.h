@@ -63,6 +63,13 @@ class Node : public TransportHost {
 
   void Handle(MessageType type, Handler handler);
   void SetPeerLostHook(PeerLostHook hook);
+  // Layers that park waiters of their own (sync, later dsm) learn of a lost peer here, before
+  // the hook above ends the process or leaves the job to fail call by call. Called on the
+  // dispatching thread; must not block.
+  void AddPeerLostObserver(PeerLostHook observer);
+  // Fails every pending request whose type lies in [first, last] (a layer's own range): after a
+  // peer is lost, an answer that depended on it may never come.
+  void FailRequests(MessageType first, MessageType last, lmdx_error code, const std::string& why);
 
   // Sends a one-way frame. A payload without an owner is borrowed: from an application thread
   // Send returns once it is in the kernel; the progress thread may only send owned payloads.
@@ -105,6 +112,7 @@ class Node : public TransportHost {
  private:
   struct PendingRequest {
     int dest;
+    MessageType type;
     std::uint8_t* reply_buffer;
     std::size_t reply_capacity;
     InboundMessage reply;
@@ -133,6 +141,7 @@ class Node : public TransportHost {
   std::array<Handler, static_cast<std::size_t>(MessageType::kLimit)> handlers_;
   std::mutex hook_mutex_;
   PeerLostHook peer_lost_hook_;
+  std::vector<PeerLostHook> peer_lost_observers_;
 
   std::mutex requests_mutex_;
   std::unordered_map<std::uint64_t, PendingRequest*> requests_;

@@ -144,6 +144,29 @@ void Service::Run(Actions& actions) {
   for (auto& waiter : actions.wakes) waiter->done.Signal();
 }
 
+void Service::ThrowIfLostLocked() const {
+  if (!lost_.empty()) throw Error(LMDX_ERR_PEER_LOST, lost_);
+}
+
+void Service::OnPeerLost(const std::string& why) {
+  Actions actions;
+  {
+    std::lock_guard guard(mutex_);
+    if (!lost_.empty()) return;
+    lost_ = why;
+    for (auto& [name, object] : objects_) {
+      if (object->kind == ObjectKind::kLock) {
+        FailLockWaitersLocked(*object, LMDX_ERR_PEER_LOST, why, actions);
+      }
+    }
+    for (auto& [id, waiter] : waiters_) actions.Wake(waiter, LMDX_ERR_PEER_LOST, why);
+    waiters_.clear();
+    if (all_waiter_) actions.Wake(std::exchange(all_waiter_, nullptr), LMDX_ERR_PEER_LOST, why);
+  }
+  node_.FailRequests(TypeOf(0), TypeOf(kAllDown), LMDX_ERR_PEER_LOST, why);
+  Run(actions);
+}
+
 void Service::WaitFor(Waiter& waiter) {
   waiter.done.Wait();
   if (waiter.code != LMDX_OK) throw Error(waiter.code, waiter.text);
@@ -220,6 +243,7 @@ void Service::Lock(Object* lock) {
       throw Error(LMDX_ERR_MISUSE, Quoted(*lock) + " is already held by this thread of " +
                                        Rank(rank()) + " (locks are not recursive)");
     }
+    ThrowIfLostLocked();
     waiter = std::make_shared<Waiter>();
     if (lock->token_here && !lock->held && lock->queue.empty()) {
       // The token rests here: taken again without a message.
@@ -496,6 +520,7 @@ void Service::Barrier(Object* barrier) {
   std::shared_ptr<Waiter> waiter;
   {
     std::lock_guard guard(mutex_);
+    ThrowIfLostLocked();
     std::uint64_t id = 0;
     waiter = NewWaiterLocked(id);
     message.set_waiter(id);
@@ -579,6 +604,7 @@ void Service::BarrierAll() {
   Actions actions;
   {
     std::lock_guard guard(mutex_);
+    ThrowIfLostLocked();
     if (all_waiter_) {
       throw Error(LMDX_ERR_MISUSE, "another thread of " + Rank(rank()) +
                                        " is already waiting in lmdx_barrier_all (one thread per "
@@ -652,6 +678,10 @@ void Service::SemaInit(Object* sema, int value) {
 }
 
 void Service::SemaP(Object* sema) {
+  {
+    std::lock_guard guard(mutex_);
+    ThrowIfLostLocked();
+  }
   wire::SyncMessage message;
   message.set_name(sema->name);
   net::InboundMessage answer =
@@ -859,6 +889,7 @@ void Service::RegisterHandlers() {
 void Attach(net::Node& node) {
   auto service = std::make_shared<Service>(node);
   service->RegisterHandlers();
+  node.AddPeerLostObserver([service](int, const std::string& why) { service->OnPeerLost(why); });
   std::lock_guard lock(current_mutex);
   current_service = service;
   current_pointer.store(service.get(), std::memory_order_release);

@@ -85,6 +85,11 @@ class Service {
 
   int rank() const { return node_.rank(); }
 
+  // A peer was lost (net::Node's observer): every waiting call fails with LMDX_ERR_PEER_LOST,
+  // and so does every later blocking call, since the grant, departure or unit it waits for may
+  // have been the lost node's to send.
+  void OnPeerLost(const std::string& why);
+
  private:
   struct Managed;
   struct Actions;
@@ -105,6 +110,7 @@ class Service {
   void AllTryAdvanceLocked(std::uint64_t epoch, Actions& actions);
   void AllDepartLocked(std::uint64_t epoch, std::vector<std::string> payloads, Actions& actions);
   void Run(Actions& actions);
+  void ThrowIfLostLocked() const;
 
   void Handle(int offset, net::Node::Handler handler);
   std::shared_ptr<Waiter> NewWaiterLocked(std::uint64_t& id);
@@ -116,6 +122,7 @@ class Service {
   std::unordered_map<std::string, std::unique_ptr<Managed>> managed_;
   std::unordered_map<std::uint64_t, std::shared_ptr<Waiter>> waiters_;  // barrier waiters by id
   std::uint64_t next_waiter_ = 1;
+  std::string lost_;  // why a peer was lost; empty while all are there
 
   // lmdx_barrier_all: a tree over the ranks.
   std::uint64_t all_epoch_ = 0;         // the epoch this node's caller is in or enters next

@@ -92,5 +92,17 @@ TEST_P(DeathTest, ANodeDyingEndsTheJobNamingIt) {
 
 INSTANTIATE_TEST_SUITE_P(While, DeathTest, ::testing::Values("lock", "barrier"));
 
+// In LMDX_ERRORS_RETURN mode a thread waiting on the lost node is woken with an error instead
+// of waiting until the launcher stops its process.
+TEST(DeathTest, AWaiterInReturnModeGetsPeerLost) {
+  JobResult job = RunJob(Program("DIES"), 2, {"lock", "return"}, {}, std::chrono::seconds(30));
+  EXPECT_NE(job.exit_code, 0);
+  EXPECT_NE(job.out.find("rank 0: the wait failed with LMDX_ERR_PEER_LOST (lmdx_lock: rank 1 was "
+                         "lost"),
+            std::string::npos)
+      << job.out << job.err;
+  EXPECT_NE(job.err.find("SIGKILL"), std::string::npos) << job.err;
+}
+
 }  // namespace
 }  // namespace lmdx::testing
