@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <set>
 #include <utility>
 
 #include "base/error.h"
@@ -81,6 +82,9 @@ struct Service::Managed {
   std::uint64_t round = 0;
   int arrived = 0;
   std::map<int, std::vector<std::uint64_t>> waiting;  // waiter ids by node
+  // Every thread that ever arrived, as (node, thread): count is the number of participating
+  // threads, so one more than count can never be served.
+  std::set<std::pair<int, std::uint64_t>> participants;
   std::vector<std::string> payloads;
   // Semaphores.
   bool sema_ready = false;
@@ -516,6 +520,9 @@ void Service::Barrier(Object* barrier) {
   message.set_name(barrier->name);
   message.set_flag(known == passes.end());
   message.set_value(static_cast<std::int64_t>(known == passes.end() ? 0 : known->second));
+  static std::atomic<std::uint64_t> next_participant{1};
+  thread_local const std::uint64_t participant = next_participant.fetch_add(1);
+  message.set_participant(participant);
   message.add_payloads(hooks->OnRelease({ObjectKind::kBarrier, barrier->name}));
   std::shared_ptr<Waiter> waiter;
   {
@@ -559,14 +566,20 @@ void Service::BarrierArriveLocked(int source, const wire::SyncMessage& message, 
     fail(source, message.waiter(), managed.broken_text);
     return;
   }
-  if (!message.flag() && static_cast<std::uint64_t>(message.value()) < managed.round) {
-    // A thread arrives for a round that ended without it: the count is smaller than the number of
-    // threads that use the barrier, and it can never be reached again. Everyone waiting is told.
+  managed.participants.emplace(source, message.participant());
+  bool too_many = static_cast<int>(managed.participants.size()) > managed.count;
+  bool late = !message.flag() && static_cast<std::uint64_t>(message.value()) < managed.round;
+  if (too_many || late) {
+    // More threads use the barrier than its count (seen directly, or as a thread that arrives
+    // for a round that ended without it): rounds can no longer be told apart, and a thread could
+    // wait for ever. Everyone waiting, and every later arrival, is told.
     managed.broken = true;
-    managed.broken_text = quoted + " has more arrivals than its count " +
-                          std::to_string(managed.count) + ": a thread of " + Rank(source) +
-                          " arrived for round " + std::to_string(message.value()) +
-                          ", which had already ended";
+    managed.broken_text =
+        quoted + " has more arrivals than its count " + std::to_string(managed.count) +
+        ": a thread of " + Rank(source) +
+        (too_many ? " is participant " + std::to_string(managed.participants.size())
+                  : " arrived for round " + std::to_string(message.value()) +
+                        ", which had already ended");
     fail(source, message.waiter(), managed.broken_text);
     for (const auto& [node, ids] : managed.waiting) {
       for (std::uint64_t id : ids) fail(node, id, managed.broken_text);
