@@ -154,22 +154,68 @@ void ProgressEngine::DispatchLocked(const epoll_event* events, int count) {
     // returns at once (EAGAIN).
     registration->callback(events[i].events);
   }
+  PollAll();
   RunPosted();
   in_dispatch = false;
 }
 
+void ProgressEngine::AddPoller(Poller* poller) {
+  std::lock_guard lock(pollers_mutex_);
+  pollers_.push_back(poller);
+  have_pollers_.store(true, std::memory_order_release);
+}
+
+void ProgressEngine::RemovePoller(Poller* poller) {
+  std::lock_guard lock(pollers_mutex_);
+  std::erase(pollers_, poller);
+  have_pollers_.store(!pollers_.empty(), std::memory_order_release);
+}
+
+bool ProgressEngine::PollAll() {
+  if (!have_pollers_.load(std::memory_order_acquire)) return false;
+  bool found = false;
+  std::lock_guard lock(pollers_mutex_);
+  for (Poller* poller : pollers_) found |= poller->Poll();
+  return found;
+}
+
+bool ProgressEngine::ArmAll() {
+  if (!have_pollers_.load(std::memory_order_acquire)) return false;
+  bool waiting = false;
+  std::lock_guard lock(pollers_mutex_);
+  for (Poller* poller : pollers_) waiting |= poller->Arm();
+  return waiting;
+}
+
+void ProgressEngine::DisarmAll() {
+  if (!have_pollers_.load(std::memory_order_acquire)) return;
+  std::lock_guard lock(pollers_mutex_);
+  for (Poller* poller : pollers_) poller->Disarm();
+}
+
+// Pollers are disarmed while a thread drives (it polls them) and armed again when the last one
+// leaves, so that a writer signals only when nobody would otherwise look.
 void ProgressEngine::BeginDriving() {
   std::lock_guard lock(drivers_mutex_);
-  if (drivers_++ == 0) ::epoll_ctl(outer_fd_.get(), EPOLL_CTL_DEL, epoll_fd_.get(), nullptr);
+  if (drivers_++ != 0) return;
+  event_set_taken_ = !pollers_only_.load(std::memory_order_relaxed);
+  if (event_set_taken_) ::epoll_ctl(outer_fd_.get(), EPOLL_CTL_DEL, epoll_fd_.get(), nullptr);
+  DisarmAll();
 }
 
 void ProgressEngine::EndDriving() {
   std::lock_guard lock(drivers_mutex_);
-  if (--drivers_ == 0) {
+  if (--drivers_ != 0) return;
+  if (event_set_taken_) {
     epoll_event event{};
     event.events = EPOLLIN;
     event.data.fd = epoll_fd_.get();
     ::epoll_ctl(outer_fd_.get(), EPOLL_CTL_ADD, epoll_fd_.get(), &event);
+  }
+  if (ArmAll()) {
+    // Something arrived after the last poll: the progress thread takes it.
+    std::uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake_fd_.get(), &one, sizeof one);
   }
 }
 
@@ -187,11 +233,20 @@ void ProgressEngine::DriveBriefly(Completion& completion) {
     first = false;
     std::unique_lock lock(dispatch_mutex_, std::try_to_lock);
     if (!lock.owns_lock()) continue;
+    in_dispatch = true;
+    bool found = PollAll();
+    in_dispatch = false;
+    if (!event_set_taken_) {
+      // The progress thread keeps the event set; rings are all this thread needs to watch.
+      if (found) last_event = MonotonicNs();
+      continue;
+    }
     int count = ::epoll_wait(epoll_fd_.get(), events, kMaxEvents, 0);
     if (count > 0) {
       DispatchLocked(events, count);
-      last_event = MonotonicNs();
+      found = true;
     }
+    if (found) last_event = MonotonicNs();
   }
   EndDriving();
 }
@@ -201,7 +256,13 @@ void ProgressEngine::Run() {
   epoll_event events[kMaxEvents];
   while (!stopping_.load(std::memory_order_acquire)) {
     epoll_event outer[2];
-    int ready = ::epoll_wait(outer_fd_.get(), outer, 2, NextTimeoutMs());
+    int timeout = NextTimeoutMs();
+    {
+      // Nobody drives: writers to this node's rings must signal before this thread sleeps.
+      std::lock_guard lock(drivers_mutex_);
+      if (drivers_ == 0 && ArmAll()) timeout = 0;
+    }
+    int ready = ::epoll_wait(outer_fd_.get(), outer, 2, timeout);
     if (ready < 0) {
       if (errno == EINTR) continue;
       LogLine(SystemErrorText("progress engine: epoll_wait", errno));

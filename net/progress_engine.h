@@ -30,6 +30,21 @@ namespace lmdx::net {
 // still never run concurrently, and the answer it waits for needs no thread switch to reach it.
 class ProgressEngine : public CompletionDriver {
  public:
+  // Memory a transport polls without system calls (net/shm_transport.h's rings). A waiting
+  // thread polls it in its drive loop; when nobody polls, the poller is armed: writers then
+  // signal a descriptor the poller registered with Add, which wakes the progress thread.
+  class Poller {
+   public:
+    virtual ~Poller() = default;
+    // Delivers what has arrived; true when it found anything. Runs like an IoCallback.
+    virtual bool Poll() = 0;
+    // Nobody will poll for a while: ask writers to signal. True when something is already
+    // waiting (the caller must poll again instead of sleeping).
+    virtual bool Arm() = 0;
+    // A thread polls now: writers need not signal.
+    virtual void Disarm() = 0;
+  };
+
   using IoCallback = std::function<void(std::uint32_t events)>;
   using Task = std::function<void()>;
 
@@ -48,6 +63,14 @@ class ProgressEngine : public CompletionDriver {
   // After Remove returns on the progress thread, the callback will not run again; from another
   // thread it may still be running once.
   void Remove(int fd);
+
+  // Pollers stay registered until removed; Remove waits for a poll in progress to end.
+  void AddPoller(Poller* poller);
+  void RemovePoller(Poller* poller);
+  // Waiting threads poll only the pollers, with no system call, and leave the event set with the
+  // progress thread: right when every peer of the node is reached through a poller, since taking
+  // the event set costs two system calls per wait. Otherwise they also take the event set.
+  void SetDrivePollersOnly(bool only) { pollers_only_.store(only, std::memory_order_relaxed); }
 
   // Runs task on the progress thread soon (wakes it through an eventfd).
   void Post(Task task);
@@ -76,6 +99,11 @@ class ProgressEngine : public CompletionDriver {
   // dispatch_mutex_.
   void DispatchLocked(const epoll_event* events, int count);
   void RunPosted();
+  // Polls every poller; caller holds dispatch_mutex_. True when any found something.
+  bool PollAll();
+  // Arms every poller; true when one has something waiting.
+  bool ArmAll();
+  void DisarmAll();
   int NextTimeoutMs();
 
   Fd epoll_fd_;  // every registered descriptor and wake_fd_
@@ -94,6 +122,14 @@ class ProgressEngine : public CompletionDriver {
   std::atomic<int> drive_micros_{kDefaultDriveMicros};
   std::mutex drivers_mutex_;
   int drivers_ = 0;  // application threads driving now
+  // The drivers took the event set from the progress thread (set by the first, under the mutex;
+  // read by drivers while drivers_ > 0).
+  bool event_set_taken_ = false;
+  std::atomic<bool> pollers_only_{false};
+
+  std::mutex pollers_mutex_;
+  std::vector<Poller*> pollers_;
+  std::atomic<bool> have_pollers_{false};
 
   std::mutex mutex_;  // guards the tables below
   std::unordered_map<int, std::shared_ptr<Registration>> registrations_;
