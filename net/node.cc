@@ -12,6 +12,7 @@
 #include "net/handshake.h"
 #include "net/internal/frame_io.h"
 #include "net/internal/socket.h"
+#include "net/shm_transport.h"
 #include "net/tcp_transport.h"
 #include "net/wire.pb.h"
 
@@ -28,6 +29,32 @@ std::string HostName() {
 
 std::string Rank(int rank) { return "rank " + std::to_string(rank); }
 
+// Passes every call on to the node, counting the frames each source delivered over one network.
+class CountingHost : public TransportHost {
+ public:
+  CountingHost(TransportHost& node, int size) : node_(node), received_(size) {}
+  std::uint8_t* PlacePayload(const FrameHeader& header, const std::string& body) override {
+    return node_.PlacePayload(header, body);
+  }
+  void OnMessage(InboundMessage message) override {
+    int source = message.header.source;
+    if (source >= 0 && source < static_cast<int>(received_.size())) {
+      received_[static_cast<std::size_t>(source)].fetch_add(1, std::memory_order_relaxed);
+    }
+    node_.OnMessage(std::move(message));
+  }
+  void OnPeerLost(int rank, const std::string& why) override { node_.OnPeerLost(rank, why); }
+  std::vector<std::uint64_t> Received() const {
+    std::vector<std::uint64_t> counts;
+    for (const auto& count : received_) counts.push_back(count.load(std::memory_order_relaxed));
+    return counts;
+  }
+
+ private:
+  TransportHost& node_;
+  std::vector<std::atomic<std::uint64_t>> received_;
+};
+
 }  // namespace
 
 Node::Node(const BootstrapInfo& info, const Setup& before_join)
@@ -35,8 +62,7 @@ Node::Node(const BootstrapInfo& info, const Setup& before_join)
   SetLogRank(info_.rank);
   engine_.Start();
   Completion::SetDriver(&engine_);
-  transport_ = std::make_unique<TcpTransport>(engine_, *this, info_.secret, info_.rank, info_.size,
-                                              info_.bind_host);
+  StartTransports();
   RegisterBuiltinHandlers();
   if (before_join) before_join(*this);
   JoinThroughRendezvous();
@@ -45,6 +71,100 @@ Node::Node(const BootstrapInfo& info, const Setup& before_join)
 Node::~Node() {
   Stop();
   Completion::SetDriver(nullptr);
+}
+
+std::vector<std::uint64_t> Node::Network::Received() const {
+  return static_cast<const CountingHost&>(*counter).Received();
+}
+
+// Every network this node can offer, best first. A network no pair may use is not started.
+void Node::StartTransports() {
+  policy_ = TransportPolicy::FromEnvironment();
+  bool shm_wanted = info_.size > 1 && policy_.job != "tcp";
+  for (const auto& [pair, network] : policy_.pairs) shm_wanted |= network == "shm";
+  auto add = [this](auto make) {
+    Network network;
+    network.counter = std::make_unique<CountingHost>(*this, info_.size);
+    network.transport = make(*network.counter);
+    networks_.push_back(std::move(network));
+  };
+  if (shm_wanted) {
+    try {
+      add([this](TransportHost& host) {
+        return std::make_unique<ShmTransport>(engine_, host, info_.secret, info_.rank, info_.size,
+                                              info_.job_id);
+      });
+    } catch (const Error& error) {
+      if (error.code() == LMDX_ERR_INVALID_ARGUMENT) throw;
+      DebugLine(std::string("no shared-memory transport: ") + error.what());
+    }
+  }
+  add([this](TransportHost& host) {
+    return std::make_unique<TcpTransport>(engine_, host, info_.secret, info_.rank, info_.size,
+                                          info_.bind_host);
+  });
+}
+
+// Each peer gets the best network both nodes have (net/transport_choice.h), or the one the user
+// forced when the pair shares it. Both nodes of a pair reach the same answer from the same table.
+void Node::ChooseNetworks() {
+  route_.assign(static_cast<std::size_t>(info_.size), nullptr);
+  bool all_polled = info_.size > 1;
+  for (int peer = 0; peer < info_.size; ++peer) {
+    if (peer == info_.rank) continue;
+    PairChoice choice = ChooseNetwork(job_table_, info_.rank, peer, policy_);
+    if (!choice.fell_back.empty()) {
+      LogLine(choice.fell_back + " was asked for ranks " + std::to_string(info_.rank) + " and " +
+              std::to_string(peer) + ", which do not share it; they use " +
+              (choice.network.empty() ? "nothing" : choice.network));
+    }
+    for (const Network& network : networks_) {
+      if (choice.network == network.transport->name()) {
+        route_[static_cast<std::size_t>(peer)] = network.transport.get();
+      }
+    }
+    if (route_[static_cast<std::size_t>(peer)] == nullptr) {
+      throw Error(LMDX_ERR_NETWORK, "this node shares no network with " + Rank(peer));
+    }
+    all_polled &= choice.network == "shm";
+  }
+  // With every peer on rings, a waiting thread polls the rings alone, with no system call.
+  engine_.SetDrivePollersOnly(all_polled);
+  std::vector<std::pair<int, OutgoingMessage>> early;
+  {
+    std::lock_guard lock(early_mutex_);
+    routes_ready_.store(true, std::memory_order_release);
+    early.swap(early_frames_);
+  }
+  for (auto& [dest, message] : early) {
+    route_[static_cast<std::size_t>(dest)]->Send(dest, std::move(message),
+                                                 /*may_block=*/!engine_.InDispatch());
+  }
+  const char* show = std::getenv("LMDX_SHOW_TRANSPORTS");
+  if (info_.rank == 0 && show != nullptr && std::string(show) == "1") {
+    std::string matrix = TransportMatrix(job_table_, policy_);
+    [[maybe_unused]] ssize_t n = ::write(STDOUT_FILENO, matrix.data(), matrix.size());
+  }
+}
+
+std::string Node::NetworkTo(int rank) const {
+  if (rank == info_.rank) return "self";
+  if (rank < 0 || rank >= info_.size || route_.empty()) return "";
+  Transport* transport = route_[static_cast<std::size_t>(rank)];
+  return transport != nullptr ? transport->name() : "";
+}
+
+std::string Node::TrafficSummary() const {
+  std::string text = "frames received:";
+  for (const Network& network : networks_) {
+    std::vector<std::uint64_t> counts = network.Received();
+    for (std::size_t rank = 0; rank < counts.size(); ++rank) {
+      if (counts[rank] == 0) continue;
+      text += " from " + std::to_string(rank) + " over " + network.transport->name() + " " +
+              std::to_string(counts[rank]) + ";";
+    }
+  }
+  return text;
 }
 
 void Node::JoinThroughRendezvous() {
@@ -60,7 +180,9 @@ void Node::JoinThroughRendezvous() {
     self->set_rank(info_.rank);
     self->set_pid(static_cast<int>(::getpid()));
     self->set_host(HostName());
-    *self->add_endpoints() = transport_->LocalEndpoint();
+    for (const Network& network : networks_) {
+      *self->add_endpoints() = network.transport->LocalEndpoint();
+    }
     FrameHeader header;
     header.type = MessageType::kJoin;
     header.source = info_.rank;
@@ -80,8 +202,9 @@ void Node::JoinThroughRendezvous() {
         table.nodes_size() != info_.size) {
       throw Error(LMDX_ERR_BOOTSTRAP, where + " sent no valid job table");
     }
-    transport_->SetJobTable(table);
+    for (const Network& network : networks_) network.transport->SetJobTable(table);
     job_table_ = std::move(table);
+    ChooseNetworks();
     ChooseDriveBudget();
   } catch (const Error& error) {
     Stop();
@@ -250,7 +373,17 @@ void Node::SendFrame(int dest, OutgoingMessage message) {
     DeliverToSelf(std::move(message));
     return;
   }
-  transport_->Send(dest, std::move(message), /*may_block=*/!engine_.InDispatch());
+  if (!routes_ready_.load(std::memory_order_acquire)) {
+    // A peer that already has the job table may ask this node something (a sync request) before
+    // this node's table has come: the answer waits until this node knows the pair's network.
+    std::lock_guard lock(early_mutex_);
+    if (!routes_ready_.load(std::memory_order_relaxed)) {
+      early_frames_.emplace_back(dest, std::move(message));
+      return;
+    }
+  }
+  route_[static_cast<std::size_t>(dest)]->Send(dest, std::move(message),
+                                               /*may_block=*/!engine_.InDispatch());
 }
 
 // A frame to this node skips the network but still reaches its handler on the progress thread,
@@ -486,7 +619,9 @@ void Node::Stop() {
   if (stopped_.exchange(true)) return;
   Completion::SetDriver(nullptr);
   ending_.store(true, std::memory_order_release);
-  if (transport_) transport_->Close();
+  const char* stats = std::getenv("LMDX_TRANSPORT_STATS");
+  if (stats != nullptr && std::string(stats) == "1") LogLine(TrafficSummary());
+  for (const Network& network : networks_) network.transport->Close();
   engine_.Stop();
 }
 

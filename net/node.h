@@ -21,6 +21,7 @@
 #include "net/message.h"
 #include "net/progress_engine.h"
 #include "net/transport.h"
+#include "net/transport_choice.h"
 
 namespace lmdx::net {
 
@@ -101,6 +102,11 @@ class Node : public TransportHost {
   // Stops the transports and the progress engine; later sends fail.
   void Stop();
 
+  // The network frames to rank take ("shm", "tcp"; "self" for this node).
+  std::string NetworkTo(int rank) const;
+  // Frames received from rank over each network, for tests and LMDX_TRANSPORT_STATS=1.
+  std::string TrafficSummary() const;
+
   // True once the job is ending in order: lost peers are expected then.
   bool ending() const { return ending_.load(std::memory_order_acquire); }
 
@@ -124,6 +130,8 @@ class Node : public TransportHost {
   void JoinThroughRendezvous();
   void WatchRendezvous();
   void ChooseDriveBudget();
+  void ChooseNetworks();
+  void StartTransports();
   void SendFrame(int dest, OutgoingMessage message);
   void DeliverToSelf(OutgoingMessage message);
   void CompleteRequest(InboundMessage message);
@@ -133,7 +141,18 @@ class Node : public TransportHost {
   BootstrapInfo info_;
   ProgressEngine engine_;
   Mailbox mailbox_;
-  std::unique_ptr<Transport> transport_;
+  // A transport and the frames it delivered per source rank.
+  struct Network {
+    std::unique_ptr<TransportHost> counter;
+    std::unique_ptr<Transport> transport;
+    std::vector<std::uint64_t> Received() const;
+  };
+  std::vector<Network> networks_;
+  std::vector<Transport*> route_;  // by rank, fixed once the job table is known
+  TransportPolicy policy_;
+  std::atomic<bool> routes_ready_{false};
+  std::mutex early_mutex_;  // frames sent before route_ was known, sent once it is
+  std::vector<std::pair<int, OutgoingMessage>> early_frames_;
   Fd rendezvous_fd_;
   wire::JobTable job_table_;
 

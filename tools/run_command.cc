@@ -27,6 +27,8 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions& options) {
       ->required()
       ->type_name("N");
   run->add_flag("--tag-output", options.tag_output, "prefix each output line with [rank]");
+  run->add_flag("--show-transports", options.show_transports,
+                "rank 0 prints which network each pair of nodes uses, once all have joined");
   run->add_option("--timeout", options.timeout, "stop the job after this many seconds (exit 124)")
       ->type_name("SECONDS");
   return run;
@@ -95,6 +97,9 @@ int RunCommand(const RunOptions& options, const Paths& paths) {
   SignalWatch signals(LauncherSignals());
   LocalJob job = LocalJob::Create(spec.nodes);
   spec.job_env = job.environment();
+  // Rank 0 prints the matrix: it has the job table, and the choice is a function of the table
+  // and the environment every node shares (net/transport_choice.h).
+  if (options.show_transports) spec.job_env.push_back("LMDX_SHOW_TRANSPORTS=1");
   spec.watch = &job;
   return RunJob(spec, signals);
 }

@@ -17,6 +17,7 @@ struct RunOptions {
   std::string nodes;  // text, so that "-n abc" gets our message rather than the parser's
   std::string timeout;
   bool tag_output = false;
+  bool show_transports = false;
   std::vector<std::string> args;
 };
 

@@ -131,7 +131,9 @@ int main(int argc, char** argv) {
   std::vector<char> message(4096);
   if (lmdx_rank() == 1) {
     const auto& table = lmdx::api::CurrentNode()->job_table();
-    Attack(table.nodes(0).endpoints(0).address(), "rank 0");
+    for (const auto& endpoint : table.nodes(0).endpoints()) {
+      if (endpoint.transport() == "tcp") Attack(endpoint.address(), "rank 0");
+    }
     Attack(std::getenv("LMDX_RENDEZVOUS"), "the rendezvous");
     for (std::size_t i = 0; i < message.size(); ++i) message[i] = static_cast<char>(i * 7);
     lmdx_send(0, message.data(), message.size());

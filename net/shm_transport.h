@@ -1,0 +1,88 @@
+#ifndef LMDX_NET_SHM_TRANSPORT_H_
+#define LMDX_NET_SHM_TRANSPORT_H_
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/fd.h"
+#include "net/job_secret.h"
+#include "net/progress_engine.h"
+#include "net/transport.h"
+
+namespace lmdx::net {
+namespace internal {
+class ShmConnection;
+}
+
+// The shared-memory transport, for nodes of one host (the role SCI segments played).
+//
+// Each node listens on an abstract Unix-domain socket. The first send to a peer connects to it,
+// runs the job's handshake (net/handshake.h) and passes, with SCM_RIGHTS, a memfd segment of two
+// single-producer single-consumer rings (one per direction; net/internal/shm_ring.h) and four
+// eventfds. Frames are copied into the ring by the sender and out of it, straight into a posted
+// receive buffer when there is one, by the receiver. The socket stays open as the pair's
+// lifeline: when it closes, the peer is gone.
+//
+// The segment exists only as a file descriptor (memfd_create), mode 0600, held by the two
+// processes of the pair: it has no name anyone could open, and the kernel frees it when the last
+// of the two ends, however it ends.
+class ShmTransport : public Transport, private ProgressEngine::Poller {
+ public:
+  // Throws lmdx::Error when the host offers no shared memory (the node then goes without).
+  ShmTransport(ProgressEngine& engine, TransportHost& host, const JobSecret& secret, int rank,
+               int size, const std::string& job_id);
+  ~ShmTransport() override;
+
+  const char* name() const override { return "shm"; }
+  wire::Endpoint LocalEndpoint() const override;
+  void SetJobTable(const wire::JobTable& table) override;
+  void Send(int dest, OutgoingMessage message, bool may_block) override;
+  void Close() override;
+
+  // Who can reach this node's shared memory: the same kernel (boot id) and network namespace
+  // (the socket's name lives there).
+  static std::string LocalScope();
+
+ private:
+  using ConnectionPtr = std::shared_ptr<internal::ShmConnection>;
+  void AcceptLoop();
+  void Accept(Fd socket);
+  void Connect(const ConnectionPtr& connection, const std::string& address);
+  ConnectionPtr MakeConnection(int peer, const std::string& label);
+  void Track(const ConnectionPtr& connection);
+  void OnClosed(const ConnectionPtr& connection, const std::string& why);
+
+  // ProgressEngine::Poller.
+  bool Poll() override;
+  bool Arm() override;
+  void Disarm() override;
+
+  ProgressEngine& engine_;
+  TransportHost& host_;
+  JobSecret secret_;
+  int rank_;
+  int size_;
+  std::string job_id_;
+  std::string address_;  // the abstract socket's name, without the leading NUL
+  std::uint64_t capacity_;
+  Fd listener_;
+  Fd stop_fd_;
+  std::thread acceptor_;
+
+  std::mutex mutex_;                    // guards everything below
+  std::vector<std::string> addresses_;  // by rank
+  std::vector<ConnectionPtr> send_to_;  // by rank
+  std::set<ConnectionPtr> connections_;
+  // What pollers walk: replaced, never changed, so a poll copies one pointer under the mutex.
+  std::shared_ptr<const std::vector<ConnectionPtr>> polled_;
+  bool closing_ = false;
+};
+
+}  // namespace lmdx::net
+
+#endif  // LMDX_NET_SHM_TRANSPORT_H_
