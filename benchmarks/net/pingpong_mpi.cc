@@ -52,7 +52,7 @@ class MpiChannel final : public PingPongChannel {
 }  // namespace
 }  // namespace lmdx::bench
 
-int main(int argc, char** argv) {
+static int Main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rank = 0;
   int size = 0;
@@ -81,4 +81,14 @@ int main(int argc, char** argv) {
   lmdx::bench::run_pingpong(options, rank, channel, std::cout);
   MPI_Finalize();
   return 0;
+}
+
+// Anything that escapes is a bug, but it still ends with a line, not a bare abort.
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& error) {
+    std::cerr << "pingpong_mpi: " << error.what() << "\n";
+    return 1;
+  }
 }

@@ -76,6 +76,7 @@ int main(int argc, char** argv) {
     });
   }
   std::vector<std::thread> workers;
+  workers.reserve(static_cast<std::size_t>(threads));
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back(Participant, named, rounds, participants);
   }

@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
   constexpr int kThreads = 2, kIncrements = 50, kRounds = 20, kItems = 100;
 
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([] {
       for (int i = 0; i < kIncrements; ++i) {

@@ -23,7 +23,11 @@ void Expect(int code, int expected, const std::vector<std::string>& parts, const
   }
   for (const auto& part : parts) {
     if (text.find(part) == std::string::npos) {
-      lmdx_test::Die(std::string(what) + ": \"" + text + "\" does not say \"" + part + "\"");
+      std::string problem = what;
+      problem += ": \"" + text + "\" does not say \"";
+      problem += part;
+      problem += '"';
+      lmdx_test::Die(problem);
     }
   }
   std::printf("rank %d: %s: %s\n", lmdx_rank(), what, text.c_str());
@@ -105,6 +109,7 @@ void ReturnMode() {
     lmdx_test::Ok(lmdx_barrier_init("too_many", 2), "lmdx_barrier_init");
     std::atomic<int> reported{0};
     std::vector<std::thread> threads;
+    threads.reserve(3);
     std::string text;
     std::mutex text_mutex;
     for (int t = 0; t < 3; ++t) {
