@@ -87,8 +87,8 @@ int bench_main(int argc, char** argv) {
 
   CLI::App app{
       "Ping-pong between 2 nodes on this machine: half round-trip latency and bandwidth per\n"
-      "message size, median of several repetitions, for LMDX and (when OpenMPI is installed)\n"
-      "for MPI over its TCP transport in the same run."};
+      "message size, median of several repetitions, for LMDX over TCP and over shared memory and\n"
+      "(when OpenMPI is installed) for MPI over its tcp and vader transports in the same run."};
   add_pingpong_flags(app, options);
   app.add_option("--csv", csv_path, "also write the table as CSV to this file");
   app.add_option("--lmdx-tool", lmdx_tool, "the lmdx tool that launches LMDX jobs")
@@ -99,40 +99,57 @@ int bench_main(int argc, char** argv) {
   const std::vector<std::string> args = pass_through(options);
   const std::size_t expected = pingpong_sizes(options.min_bytes, options.max_bytes).size();
   bool failed = false;
-  PingPongComparison comparison;
   std::vector<std::string> load_notes;
-
+  const std::string mpirun = find_on_path("mpirun");
   if (lmdx_tool.empty()) {
     std::cerr << "pingpong: the LMDX run failed: LMDX_TOOL is not set (run `lmdx bench pingpong`, "
                  "or pass --lmdx-tool)"
               << std::endl;
     failed = true;
-  } else {
-    Run run{"LMDX", {lmdx_tool, "run", dir + "/pingpong", "-n", "2", "--"}, {}};
-    run.argv.insert(run.argv.end(), args.begin(), args.end());
-    comparison.lmdx = run_job(run, expected, load_notes);
-    failed |= !comparison.lmdx;
   }
 
-  const std::string mpirun = find_on_path("mpirun");
-  if (!mpirun.empty()) {
-    // pml ob1 makes OpenMPI honour the btl list: otherwise it may pick UCX or libfabric, which
-    // move messages through shared memory, and the comparison would no longer be TCP with TCP.
-    Run run{"MPI",
-            {mpirun, "-n", "2", "--mca", "pml", "ob1", "--mca", "btl", "self,tcp", "--bind-to",
-             "none", dir + "/pingpong_mpi"},
-            {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}}};
-    run.argv.insert(run.argv.end(), args.begin(), args.end());
-    comparison.mpi = run_job(run, expected, load_notes);
-    failed |= !comparison.mpi;
+  // Each LMDX network beside the OpenMPI transport of the same kind: TCP with OpenMPI's tcp btl,
+  // shared memory with its vader btl (pml ob1 makes OpenMPI honour the btl list: otherwise it may
+  // pick UCX or libfabric).
+  struct Network {
+    const char* name;
+    const char* mpi_btl;
+  };
+  const Network networks[] = {{"tcp", "self,tcp"}, {"shm", "self,vader"}};
+  std::vector<std::pair<std::string, PingPongComparison>> comparisons;
+  for (const Network& network : networks) {
+    PingPongComparison comparison;
+    if (!lmdx_tool.empty()) {
+      Run run{std::string("LMDX ") + network.name,
+              {lmdx_tool, "run", dir + "/pingpong", "-n", "2", "--"},
+              {{"LMDX_TRANSPORT", network.name}}};
+      run.argv.insert(run.argv.end(), args.begin(), args.end());
+      comparison.lmdx = run_job(run, expected, load_notes);
+      failed |= !comparison.lmdx;
+    }
+    if (!mpirun.empty()) {
+      Run run{std::string("MPI ") + network.name,
+              {mpirun, "-n", "2", "--mca", "pml", "ob1", "--mca", "btl", network.mpi_btl,
+               "--bind-to", "none", dir + "/pingpong_mpi"},
+              {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}}};
+      run.argv.insert(run.argv.end(), args.begin(), args.end());
+      comparison.mpi = run_job(run, expected, load_notes);
+      failed |= !comparison.mpi;
+    }
+    comparisons.emplace_back(network.name, std::move(comparison));
   }
 
-  std::cout << '\n';
-  if (comparison.lmdx || comparison.mpi) {
-    std::cout << "ping-pong, 2 nodes on this host, half round trip, median of " << options.reps
+  for (const auto& [name, comparison] : comparisons) {
+    if (!comparison.lmdx && !comparison.mpi) continue;
+    std::cout << "\nping-pong over " << name
+              << ", 2 nodes on this host, half round trip, median of " << options.reps
               << " repetitions\n";
     print_table(comparison, std::cout);
-    if (comparison.mpi) std::cout << "MPI: OpenMPI with --mca pml ob1 --mca btl self,tcp\n";
+    const char* btl = name == "tcp" ? "self,tcp" : "self,vader";
+    if (comparison.mpi) {
+      std::cout << "LMDX: LMDX_TRANSPORT=" << name << "; MPI: OpenMPI with --mca pml ob1 --mca btl "
+                << btl << "\n";
+    }
     if (comparison.lmdx && comparison.mpi) {
       std::cout << "ratios are LMDX/MPI: latency under 1x and bandwidth over 1x favour LMDX\n";
     }
@@ -143,9 +160,14 @@ int bench_main(int argc, char** argv) {
   }
   std::cout << std::flush;
 
-  if (!csv_path.empty() && (comparison.lmdx || comparison.mpi)) {
+  if (!csv_path.empty()) {
+    // One block per network, each with its own header line.
     std::ofstream csv(csv_path);
-    write_csv(comparison, csv);
+    for (const auto& [name, comparison] : comparisons) {
+      if (!comparison.lmdx && !comparison.mpi) continue;
+      csv << "# network " << name << '\n';
+      write_csv(comparison, csv);
+    }
     csv.close();
     if (!csv) {
       std::cerr << "pingpong: could not write " << csv_path << std::endl;
