@@ -93,6 +93,7 @@ void ProgressEngine::Post(Task task) {
   {
     std::lock_guard lock(mutex_);
     posted_.push_back(std::move(task));
+    has_posted_.store(true, std::memory_order_release);
   }
   std::uint64_t one = 1;
   [[maybe_unused]] ssize_t n = ::write(wake_fd_.get(), &one, sizeof one);
@@ -122,6 +123,7 @@ void ProgressEngine::RunPosted() {
   {
     std::lock_guard lock(mutex_);
     tasks.swap(posted_);
+    has_posted_.store(false, std::memory_order_release);
     std::int64_t now = MonotonicMs();
     auto first_due = std::partition(timers_.begin(), timers_.end(),
                                     [now](const Timer& timer) { return timer.due_ms > now; });
@@ -235,6 +237,12 @@ void ProgressEngine::DriveBriefly(Completion& completion) {
     if (!lock.owns_lock()) continue;
     in_dispatch = true;
     bool found = PollAll();
+    if (!event_set_taken_ && has_posted_.load(std::memory_order_acquire)) {
+      // A frame a node sent itself (a manager answering its own node) is a posted task: run it
+      // here rather than wait for the progress thread to wake for it.
+      RunPosted();
+      found = true;
+    }
     in_dispatch = false;
     if (!event_set_taken_) {
       // The progress thread keeps the event set; rings are all this thread needs to watch.

@@ -134,6 +134,7 @@ class ProgressEngine : public CompletionDriver {
   std::mutex mutex_;  // guards the tables below
   std::unordered_map<int, std::shared_ptr<Registration>> registrations_;
   std::vector<Task> posted_;
+  std::atomic<bool> has_posted_{false};  // posted_ is not empty
   struct Timer {
     std::int64_t due_ms;
     Task task;
