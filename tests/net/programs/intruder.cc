@@ -134,7 +134,9 @@ int main(int argc, char** argv) {
     for (const auto& endpoint : table.nodes(0).endpoints()) {
       if (endpoint.transport() == "tcp") Attack(endpoint.address(), "rank 0");
     }
-    Attack(std::getenv("LMDX_RENDEZVOUS"), "the rendezvous");
+    const char* rendezvous = std::getenv("LMDX_RENDEZVOUS");
+    if (rendezvous == nullptr) Fail("LMDX_RENDEZVOUS is not set");
+    Attack(rendezvous, "the rendezvous");
     for (std::size_t i = 0; i < message.size(); ++i) message[i] = static_cast<char>(i * 7);
     lmdx_send(0, message.data(), message.size());
     std::vector<char> echo(message.size());
