@@ -11,11 +11,11 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
-#include <new>
 
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "net/internal/frame_assembly.h"
 
 namespace lmdx::net::internal {
 namespace {
@@ -207,15 +207,10 @@ bool ShmConnection::Poll() {
 bool ShmConnection::OnHeader() {
   header_got_ = 0;
   std::string error;
-  auto header = DecodeFrameHeader(header_bytes_, &error);
+  auto header =
+      CheckIncomingHeader(header_bytes_, peer_rank_, my_rank_, "the segment shared", &error);
   if (!header) {
-    Close("malformed frame: " + error);
-    return false;
-  }
-  if (header->source != peer_rank_ || header->destination != my_rank_) {
-    Close("a frame claims to go from rank " + std::to_string(header->source) + " to rank " +
-          std::to_string(header->destination) + " on the segment shared with rank " +
-          std::to_string(peer_rank_));
+    Close(error);
     return false;
   }
   current_ = InboundMessage{};
@@ -229,22 +224,14 @@ bool ShmConnection::OnHeader() {
 }
 
 bool ShmConnection::StartPayloadOrDeliver() {
-  std::uint64_t length = current_.header.payload_length;
-  if (length == 0) {
+  if (current_.header.payload_length == 0) {
     Deliver();
     return true;
   }
-  current_.payload = host_.PlacePayload(current_.header, current_.body);
-  if (current_.payload != nullptr) {
-    current_.payload_placed = true;
-  } else {
-    try {
-      current_.owned_payload = std::make_unique_for_overwrite<std::uint8_t[]>(length);
-    } catch (const std::bad_alloc&) {
-      Close("cannot allocate " + std::to_string(length) + " bytes for an incoming message");
-      return false;
-    }
-    current_.payload = current_.owned_payload.get();
+  std::string error;
+  if (!PreparePayload(host_, current_, &error)) {
+    Close(error);
+    return false;
   }
   payload_got_ = 0;
   read_state_ = ReadState::kPayload;

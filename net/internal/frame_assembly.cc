@@ -1,0 +1,42 @@
+#include "net/internal/frame_assembly.h"
+
+#include <memory>
+#include <new>
+
+namespace lmdx::net::internal {
+
+std::optional<FrameHeader> CheckIncomingHeader(const std::uint8_t bytes[kFrameHeaderSize], int peer,
+                                               int me, const char* link, std::string* error) {
+  std::string why;
+  auto header = DecodeFrameHeader(bytes, &why);
+  if (!header) {
+    *error = "malformed frame: " + why;
+    return std::nullopt;
+  }
+  if (header->source != peer || header->destination != me) {
+    *error = "a frame claims to go from rank " + std::to_string(header->source) + " to rank " +
+             std::to_string(header->destination) + " on " + link + " with rank " +
+             std::to_string(peer);
+    return std::nullopt;
+  }
+  return header;
+}
+
+bool PreparePayload(TransportHost& host, InboundMessage& message, std::string* error) {
+  std::uint64_t length = message.header.payload_length;
+  message.payload = host.PlacePayload(message.header, message.body);
+  if (message.payload != nullptr) {
+    message.payload_placed = true;
+    return true;
+  }
+  try {
+    message.owned_payload = std::make_unique_for_overwrite<std::uint8_t[]>(length);
+  } catch (const std::bad_alloc&) {
+    *error = "cannot allocate " + std::to_string(length) + " bytes for an incoming message";
+    return false;
+  }
+  message.payload = message.owned_payload.get();
+  return true;
+}
+
+}  // namespace lmdx::net::internal

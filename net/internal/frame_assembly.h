@@ -1,0 +1,28 @@
+#ifndef LMDX_NET_INTERNAL_FRAME_ASSEMBLY_H_
+#define LMDX_NET_INTERNAL_FRAME_ASSEMBLY_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "net/message.h"
+#include "net/transport.h"
+#include "net/wire.h"
+
+namespace lmdx::net::internal {
+
+// The steps every transport takes on an incoming frame, whatever carries its bytes.
+
+// Decodes a header that arrived from peer for this node. On failure returns nullopt and says why
+// in *error; `link` names what carried it ("the connection", "the segment shared").
+std::optional<FrameHeader> CheckIncomingHeader(const std::uint8_t bytes[kFrameHeaderSize], int peer,
+                                               int me, const char* link, std::string* error);
+
+// Gives message (header and body complete, payload still to come) the memory its payload lands
+// in: the receiver's own (TransportHost::PlacePayload) or a buffer of the message's own. False,
+// with *error, when that buffer cannot be had.
+bool PreparePayload(TransportHost& host, InboundMessage& message, std::string* error);
+
+}  // namespace lmdx::net::internal
+
+#endif  // LMDX_NET_INTERNAL_FRAME_ASSEMBLY_H_
