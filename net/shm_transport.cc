@@ -362,34 +362,27 @@ void ShmTransport::OnClosed(const ConnectionPtr& connection, const std::string& 
   host_.OnPeerLost(connection->peer_rank(), connection->label() + ": " + why);
 }
 
+std::shared_ptr<const std::vector<ShmTransport::ConnectionPtr>> ShmTransport::PolledConnections() {
+  std::lock_guard lock(mutex_);
+  return polled_;
+}
+
 bool ShmTransport::Poll() {
-  std::shared_ptr<const std::vector<ConnectionPtr>> connections;
-  {
-    std::lock_guard lock(mutex_);
-    connections = polled_;
-  }
+  auto connections = PolledConnections();
   bool found = false;
   for (const ConnectionPtr& connection : *connections) found |= connection->Poll();
   return found;
 }
 
 bool ShmTransport::Arm() {
-  std::shared_ptr<const std::vector<ConnectionPtr>> connections;
-  {
-    std::lock_guard lock(mutex_);
-    connections = polled_;
-  }
+  auto connections = PolledConnections();
   bool waiting = false;
   for (const ConnectionPtr& connection : *connections) waiting |= connection->Arm();
   return waiting;
 }
 
 void ShmTransport::Disarm() {
-  std::shared_ptr<const std::vector<ConnectionPtr>> connections;
-  {
-    std::lock_guard lock(mutex_);
-    connections = polled_;
-  }
+  auto connections = PolledConnections();
   for (const ConnectionPtr& connection : *connections) connection->Disarm();
 }
 

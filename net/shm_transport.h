@@ -56,6 +56,8 @@ class ShmTransport : public Transport, private ProgressEngine::Poller {
   ConnectionPtr MakeConnection(int peer, const std::string& label);
   void Track(const ConnectionPtr& connection);
   void OnClosed(const ConnectionPtr& connection, const std::string& why);
+  // A snapshot of the connections the pollers walk, taken without holding the lock while polling.
+  std::shared_ptr<const std::vector<ConnectionPtr>> PolledConnections();
 
   // ProgressEngine::Poller.
   bool Poll() override;
