@@ -67,7 +67,9 @@ const char* lmdx_strerror(int code) {
     case LMDX_ERR_NETWORK: return "network failure";
     case LMDX_ERR_SHUTDOWN: return "the job is ending";
     case LMDX_ERR_INTERNAL: return "internal error";
-    case LMDX_ERR_MISUSE: return "a synchronisation object was used against its rules";
+    case LMDX_ERR_MISUSE: return "an LMDX object was used against its rules";
+    case LMDX_ERR_CONFIG: return "the LMDX configuration is invalid";
+    case LMDX_ERR_NO_MEMORY: return "out of shared memory";
     default: return "unknown LMDX error code";
   }
 }

@@ -31,8 +31,10 @@ typedef enum lmdx_error {
   LMDX_ERR_NETWORK = -7,          /* a transport failed */
   LMDX_ERR_SHUTDOWN = -8,         /* the job is ending */
   LMDX_ERR_INTERNAL = -9,
-  LMDX_ERR_MISUSE = -10 /* a sync object used against its rules: before init, unlock by a
-                          non-holder, a name used as two kinds, more arrivals than a count */
+  LMDX_ERR_MISUSE = -10, /* an object used against its rules: unlock by a non-holder, a name
+                           used as two kinds, more arrivals than a count, a bad free */
+  LMDX_ERR_CONFIG = -11,   /* the configuration file or an override is invalid */
+  LMDX_ERR_NO_MEMORY = -12 /* shared memory exhausted, or the global range cannot be reserved */
 } lmdx_error;
 
 typedef enum lmdx_error_mode {
