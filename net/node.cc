@@ -369,6 +369,10 @@ void Node::SendFrame(int dest, OutgoingMessage message) {
   }
   message.header.destination = dest;
   message.header.source = info_.rank;
+  TypeCounters& counters = type_counters_[static_cast<std::size_t>(message.header.type)];
+  counters.sent_frames.fetch_add(1, std::memory_order_relaxed);
+  counters.sent_bytes.fetch_add(message.body.size() + message.payload.size,
+                                std::memory_order_relaxed);
   if (dest == info_.rank) {
     DeliverToSelf(std::move(message));
     return;
@@ -405,11 +409,24 @@ void Node::DeliverToSelf(OutgoingMessage message) {
 
 InboundMessage Node::Request(int dest, MessageType type, std::string body, Payload payload,
                              std::uint8_t* reply_buffer, std::size_t reply_capacity) {
-  PendingRequest pending{dest, type, reply_buffer, reply_capacity, {}, LMDX_OK, {}, {}};
+  auto pending =
+      StartRequest(dest, type, std::move(body), std::move(payload), reply_buffer, reply_capacity);
+  return Await(*pending);
+}
+
+std::unique_ptr<Node::PendingRequest> Node::StartRequest(int dest, MessageType type,
+                                                         std::string body, Payload payload,
+                                                         std::uint8_t* reply_buffer,
+                                                         std::size_t reply_capacity) {
+  auto pending = std::make_unique<PendingRequest>();
+  pending->dest = dest;
+  pending->type = type;
+  pending->reply_buffer = reply_buffer;
+  pending->reply_capacity = reply_capacity;
   std::uint64_t id = next_request_id_.fetch_add(1, std::memory_order_relaxed);
   {
     std::lock_guard lock(requests_mutex_);
-    requests_[id] = &pending;
+    requests_[id] = pending.get();
   }
   auto fail = [this, id](lmdx_error code, const std::string& text) {
     PendingRequest* found = nullptr;
@@ -438,6 +455,10 @@ InboundMessage Node::Request(int dest, MessageType type, std::string body, Paylo
   } catch (const Error& error) {
     fail(error.code(), error.what());
   }
+  return pending;
+}
+
+InboundMessage Node::Await(PendingRequest& pending) {
   pending.done.Wait();
   if (pending.error != LMDX_OK) throw Error(pending.error, pending.error_text);
   if (pending.reply.header.flags & kFlagError) {
@@ -488,6 +509,10 @@ std::uint8_t* Node::PlacePayload(const FrameHeader& header, const std::string&) 
 }
 
 void Node::OnMessage(InboundMessage message) {
+  TypeCounters& counters = type_counters_[static_cast<std::size_t>(message.header.type)];
+  counters.received_frames.fetch_add(1, std::memory_order_relaxed);
+  counters.received_bytes.fetch_add(message.header.body_length + message.header.payload_length,
+                                    std::memory_order_relaxed);
   if (message.header.is_reply()) {
     CompleteRequest(std::move(message));
     return;

@@ -38,6 +38,27 @@ struct ReplyTo {
 // Every layer above (sync, dsm, threads, ports) registers its handlers here.
 class Node : public TransportHost {
  public:
+  // A request under way: StartRequest sends it, Await collects its reply. Several requests may be
+  // under way at once (a DSM write fault invalidates every copy of a page in parallel). Every
+  // started request must be awaited before it is destroyed: the node refers to it until then.
+  struct PendingRequest {
+    int dest;
+    MessageType type;
+    std::uint8_t* reply_buffer;
+    std::size_t reply_capacity;
+    InboundMessage reply;
+    lmdx_error error = LMDX_OK;
+    std::string error_text;
+    Completion done;
+  };
+  // Frames and bytes (body and payload) sent and received, by message type.
+  struct TypeCounters {
+    std::atomic<std::uint64_t> sent_frames{0};
+    std::atomic<std::uint64_t> sent_bytes{0};
+    std::atomic<std::uint64_t> received_frames{0};
+    std::atomic<std::uint64_t> received_bytes{0};
+  };
+
   // Called on the progress thread for a frame of the handler's type. `reply_to` is null unless
   // the frame is a request. Handlers must not block.
   using Handler = std::function<void(InboundMessage& message, const ReplyTo* reply_to)>;
@@ -81,6 +102,16 @@ class Node : public TransportHost {
   // given and large enough. Throws lmdx::Error when dest is lost or answers with an error.
   InboundMessage Request(int dest, MessageType type, std::string body, Payload payload = {},
                          std::uint8_t* reply_buffer = nullptr, std::size_t reply_capacity = 0);
+  std::unique_ptr<PendingRequest> StartRequest(int dest, MessageType type, std::string body,
+                                               Payload payload = {},
+                                               std::uint8_t* reply_buffer = nullptr,
+                                               std::size_t reply_capacity = 0);
+  InboundMessage Await(PendingRequest& request);
+
+  // Traffic of this node by message type (self-sends included), for statistics.
+  const TypeCounters& counters(MessageType type) const {
+    return type_counters_[static_cast<std::size_t>(type)];
+  }
 
   // Answers a request, now or later, from any thread.
   void Reply(const ReplyTo& to, std::string body, Payload payload = {},
@@ -116,17 +147,6 @@ class Node : public TransportHost {
   void OnPeerLost(int rank, const std::string& why) override;
 
  private:
-  struct PendingRequest {
-    int dest;
-    MessageType type;
-    std::uint8_t* reply_buffer;
-    std::size_t reply_capacity;
-    InboundMessage reply;
-    lmdx_error error = LMDX_OK;
-    std::string error_text;
-    Completion done;
-  };
-
   void JoinThroughRendezvous();
   void WatchRendezvous();
   void ChooseDriveBudget();
@@ -161,6 +181,8 @@ class Node : public TransportHost {
   std::mutex hook_mutex_;
   PeerLostHook peer_lost_hook_;
   std::vector<PeerLostHook> peer_lost_observers_;
+
+  std::array<TypeCounters, static_cast<std::size_t>(MessageType::kLimit)> type_counters_;
 
   std::mutex requests_mutex_;
   std::unordered_map<std::uint64_t, PendingRequest*> requests_;

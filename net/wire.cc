@@ -1,5 +1,7 @@
 #include "net/wire.h"
 
+#include <array>
+#include <atomic>
 #include <cstring>
 
 namespace lmdx::net {
@@ -71,7 +73,21 @@ std::optional<FrameHeader> DecodeFrameHeader(const std::uint8_t in[kFrameHeaderS
   return header;
 }
 
+namespace {
+std::array<std::atomic<const char*>, static_cast<std::size_t>(MessageType::kLimit)>
+    layer_type_names{};
+}  // namespace
+
+void SetMessageTypeName(MessageType type, const char* name) {
+  auto index = static_cast<std::size_t>(type);
+  if (index < layer_type_names.size()) layer_type_names[index].store(name);
+}
+
 const char* MessageTypeName(MessageType type) {
+  auto index = static_cast<std::size_t>(type);
+  if (index < layer_type_names.size()) {
+    if (const char* named = layer_type_names[index].load()) return named;
+  }
   switch (type) {
     case MessageType::kInvalid: return "invalid";
     case MessageType::kRaw: return "raw";

@@ -78,7 +78,10 @@ void EncodeFrameHeader(const FrameHeader& header, std::uint8_t out[kFrameHeaderS
 std::optional<FrameHeader> DecodeFrameHeader(const std::uint8_t in[kFrameHeaderSize],
                                              std::string* error);
 
+// "raw", "ping", ... and the names layers above gave their types ("sc-acquire"); "other" else.
 const char* MessageTypeName(MessageType type);
+// Names a layer's message type for statistics and logs; name must outlive the process (a literal).
+void SetMessageTypeName(MessageType type, const char* name);
 
 }  // namespace lmdx::net
 

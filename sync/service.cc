@@ -718,6 +718,14 @@ void Service::Handle(int offset, net::Node::Handler handler) {
 }
 
 void Service::RegisterHandlers() {
+  static constexpr const char* kTypeNames[] = {
+      "lock-acquire",   "lock-forward",   "lock-grant",     "lock-error",
+      "lock-try",       "lock-probe",     "lock-probe-res", "barrier-init",
+      "barrier-arrive", "barrier-depart", "barrier-error",  "sema-init",
+      "sema-p",         "sema-v",         "barrier-all-up", "barrier-all-down"};
+  for (int offset = kLockAcquire; offset <= kAllDown; ++offset) {
+    net::SetMessageTypeName(TypeOf(offset), kTypeNames[offset]);
+  }
   // Parses the body, runs body under the mutex, then sends what it collected.
   auto on = [this](int offset, auto body) {
     Handle(offset, [this, body](net::InboundMessage& in, const net::ReplyTo* reply_to) {
