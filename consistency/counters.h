@@ -1,0 +1,34 @@
+// What the DSM and its protocols did on one node, for LMDX_STATS (blueprint section 12). Plain
+// relaxed atomic counters: they are bumped on fault paths and read once at the end of the job.
+#ifndef LMDX_CONSISTENCY_COUNTERS_H_
+#define LMDX_CONSISTENCY_COUNTERS_H_
+
+#include <atomic>
+#include <cstdint>
+
+namespace lmdx::consistency {
+
+struct Counters {
+  using Counter = std::atomic<std::uint64_t>;
+  Counter read_faults{0};    // SIGSEGV on a page this node could not read
+  Counter write_faults{0};   // SIGSEGV on a page this node could not write
+  Counter pages_fetched{0};  // page contents that came from another node
+  Counter bytes_fetched{0};
+  Counter zero_pages{0};              // first touches served with no transfer
+  Counter upgrades{0};                // write access granted over a copy this node already had
+  Counter invalidations_sent{0};      // copies elsewhere this node's writes invalidated
+  Counter invalidations_received{0};  // copies of this node invalidated by others' writes
+  Counter downgrades{0};              // write access given up so that another node may read
+  Counter directory_requests{0};      // requests this node served as a page's home
+  Counter explicit_gets{0};           // lmdx_get calls
+  Counter explicit_puts{0};           // lmdx_put calls
+  Counter fault_ns{0};                // time spent serving this node's faults
+
+  static void Add(Counter& counter, std::uint64_t amount = 1) {
+    counter.fetch_add(amount, std::memory_order_relaxed);
+  }
+};
+
+}  // namespace lmdx::consistency
+
+#endif  // LMDX_CONSISTENCY_COUNTERS_H_

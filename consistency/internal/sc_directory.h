@@ -1,0 +1,82 @@
+// The home side of the sc protocol: for each page this node homes, who owns it, who holds copies,
+// and the queue of requests waiting for the page's current transaction to end. Pure bookkeeping:
+// sc_protocol.cc does the messages.
+//
+// One transaction per page at a time: a grant locks the page's entry until the requester says it
+// has installed the page (kScDone). So whenever the directory decides, every node's copy of the
+// page is in the state the directory believes, and no message about the page is in flight.
+#ifndef LMDX_CONSISTENCY_INTERNAL_SC_DIRECTORY_H_
+#define LMDX_CONSISTENCY_INTERNAL_SC_DIRECTORY_H_
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "consistency/protocol.h"
+
+namespace lmdx::consistency::internal {
+
+enum class GrantData { kHaveCopy, kIncluded, kZero, kFetch };
+
+struct ScGrantDecision {
+  Access access = Access::kNone;  // what the requester may do once installed
+  GrantData data = GrantData::kHaveCopy;
+  int source = -1;                 // kFetch: the node to fetch from
+  bool fetch_invalidates = false;  // kFetch: the source gives up its copy
+  std::vector<int> invalidate;     // copies the requester must invalidate
+  // The home's own copy must drop to this access before the answer leaves (the home serves
+  // kIncluded from its own copy and invalidates or downgrades it inline).
+  std::optional<Access> home_change;
+};
+
+class ScDirectory {
+ public:
+  struct Request {
+    int requester;
+    Access wanted;
+    bool first_touch;
+  };
+  // Runs a queued request once the page is free; the page is locked for it.
+  using Resume = std::function<void(const ScGrantDecision&)>;
+  using Resumption = std::pair<Resume, ScGrantDecision>;
+
+  ScDirectory(int self, int size) : self_(self), size_(size) {}
+
+  // Locks the page for request and decides, or queues resume when the page is locked.
+  std::optional<ScGrantDecision> Acquire(PageId page, const Request& request, Resume resume);
+  // The transaction on page is over. Returns the next queued request, already decided, to run.
+  std::optional<Resumption> Release(PageId page);
+  // Creates the entry of a page nobody has touched, owned by this node and locked; false if the
+  // page already has an entry. Release it once the page is open.
+  bool ClaimFresh(PageId page);
+
+ private:
+  struct Entry {
+    int owner = -1;             // -1: a first-touch page nobody touched
+    std::vector<bool> copyset;  // nodes holding a valid copy
+    bool locked = false;
+    std::deque<std::pair<Request, Resume>> queue;
+  };
+  struct Shard {
+    std::mutex mutex;
+    std::unordered_map<PageId, Entry> entries;
+  };
+
+  Shard& ShardOf(PageId page) { return shards_[page % shards_.size()]; }
+  Entry& EntryFor(Shard& shard, PageId page, bool first_touch);
+  ScGrantDecision Decide(Entry& entry, const Request& request);
+
+  int self_;
+  int size_;
+  std::array<Shard, 64> shards_;
+};
+
+}  // namespace lmdx::consistency::internal
+
+#endif  // LMDX_CONSISTENCY_INTERNAL_SC_DIRECTORY_H_

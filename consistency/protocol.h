@@ -1,0 +1,79 @@
+// The boundary between the DSM and its consistency protocols (blueprint sections 5 and 6).
+//
+// The DSM (dsm/) owns the global range, its two views and its regions; it implements PageMemory
+// for the protocols. A protocol decides what happens when a node faults on a page, when a thread
+// acquires or releases (it is the sync layer's ConsistencyHooks), and what its messages do. Every
+// protocol — sc now; update, rc, lrc and hlrc next — implements Protocol, so the DSM chooses one
+// per region without knowing how it works.
+#ifndef LMDX_CONSISTENCY_PROTOCOL_H_
+#define LMDX_CONSISTENCY_PROTOCOL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+#include "consistency/counters.h"
+#include "net/node.h"
+#include "sync/consistency_hooks.h"
+
+namespace lmdx::consistency {
+
+// What this node's application may do with a page. Ordered: kWrite includes kRead.
+enum class Access : std::uint8_t { kNone = 0, kRead = 1, kWrite = 2 };
+
+const char* AccessName(Access access);
+
+// The index of a page within the global range.
+using PageId = std::uint64_t;
+
+// Where a page's directory lives and who holds its first copy.
+struct Placement {
+  int home = -1;  // the node that manages the page (its directory); -1: not a shared page
+  // First-touch pages have no copy until a node touches one: that node becomes their owner and
+  // gets a zero page with no transfer. Other pages start as zeros held by their home.
+  bool first_touch = false;
+};
+
+// The DSM's memory, as protocols see it.
+class PageMemory {
+ public:
+  virtual ~PageMemory() = default;
+  virtual std::size_t page_bytes() const = 0;
+  // The application's view of a page: what user code reads and writes, with the protection the
+  // protocol sets. Protocols never touch memory through it.
+  virtual std::byte* AppView(PageId page) = 0;
+  // The runtime's view of the same memory, always readable and writable: page contents are read
+  // and filled here (a fetched page lands here straight from the network), so the runtime never
+  // faults and never opens a page to the application before its contents are complete.
+  virtual std::byte* SystemView(PageId page) = 0;
+  // Sets the application's access to pages [first, first + count).
+  virtual void Protect(PageId first, std::uint64_t count, Access access) = 0;
+  // May ask another node (the region table lives on rank 0); call from application threads only.
+  virtual Placement PlacementOf(PageId page) = 0;
+};
+
+class Protocol : public sync::ConsistencyHooks {
+ public:
+  // "sc", "update", ...
+  virtual const char* name() const = 0;
+  // Installs the protocol's message handlers; called before the node joins the job.
+  virtual void RegisterHandlers(net::Node& node) = 0;
+  // The access this node holds now (lock-free: the fault handler reads it to tell a read fault
+  // from a write fault).
+  virtual Access CurrentAccess(PageId page) const = 0;
+  // Brings this node at least `wanted` access to page, blocking the calling thread (a faulting
+  // thread inside the signal handler, or lmdx_get/lmdx_put). Threads of this node asking for the
+  // same page wait for one transaction. Throws lmdx::Error when the page cannot be brought.
+  virtual void Obtain(PageId page, Access wanted) = 0;
+  // Runs use(system view of page) while this node holds at least `access` to it and nothing can
+  // take that access away: explicit get and put copy through it without a fault.
+  virtual void WithPage(PageId page, Access access, const std::function<void(std::byte*)>& use) = 0;
+  // Pages [first, first + count) were just created, never touched by any node, and are homed
+  // here: open them for writing on this node at once, so that the home fills its own new data
+  // without a fault. Pages that are not all of that are left alone.
+  virtual void OpenFreshPages(PageId first, std::uint64_t count) = 0;
+};
+
+}  // namespace lmdx::consistency
+
+#endif  // LMDX_CONSISTENCY_PROTOCOL_H_
