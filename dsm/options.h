@@ -1,0 +1,38 @@
+// What a node's DSM is built with; the API layer fills it from the configuration.
+#ifndef LMDX_DSM_OPTIONS_H_
+#define LMDX_DSM_OPTIONS_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace lmdx::dsm {
+
+// How a region's pages are spread over the nodes that manage them (their homes).
+enum class HomePolicy : std::uint32_t {
+  kBlock = 0,       // contiguous blocks, one per node in rank order
+  kCyclic = 1,      // page i on node i mod size
+  kFirstTouch = 2,  // the first node to touch a page owns it; directories spread cyclically
+};
+
+const char* HomePolicyName(HomePolicy policy);
+
+struct RegionPolicy {
+  HomePolicy home = HomePolicy::kBlock;
+  std::string protocol = "sc";
+};
+
+struct Options {
+  std::uintptr_t base = 0x600000000000;
+  std::uint64_t bytes = std::uint64_t{64} << 30;
+  // The policy of the region called name (a named variable, or "lmdx.collective.K"). Asked on
+  // rank 0 only, which places every region.
+  std::function<RegionPolicy(std::string_view name)> policy_for;
+  bool stats = false;
+  std::string stats_json = "lmdx-stats.json";
+};
+
+}  // namespace lmdx::dsm
+
+#endif  // LMDX_DSM_OPTIONS_H_

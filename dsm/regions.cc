@@ -1,0 +1,59 @@
+#include "dsm/regions.h"
+
+#include <mutex>
+
+namespace lmdx::dsm {
+
+const char* HomePolicyName(HomePolicy policy) {
+  switch (policy) {
+    case HomePolicy::kBlock: return "block";
+    case HomePolicy::kCyclic: return "cyclic";
+    case HomePolicy::kFirstTouch: return "first_touch";
+  }
+  return "?";
+}
+
+consistency::Placement Region::PlacementOf(consistency::PageId page, int size) const {
+  std::uint64_t index = page - first_page;
+  auto nodes = static_cast<std::uint64_t>(size);
+  switch (home) {
+    case HomePolicy::kBlock: return {static_cast<int>(index * nodes / page_count), false};
+    case HomePolicy::kCyclic: return {static_cast<int>(index % nodes), false};
+    case HomePolicy::kFirstTouch: return {static_cast<int>(index % nodes), true};
+  }
+  return {};
+}
+
+std::pair<consistency::PageId, std::uint64_t> Region::BlockOf(int rank, int size) const {
+  // Page index i is homed at floor(i * size / count): rank r holds [ceil(r*count/size), ...).
+  auto nodes = static_cast<std::uint64_t>(size);
+  auto r = static_cast<std::uint64_t>(rank);
+  std::uint64_t begin = (r * page_count + nodes - 1) / nodes;
+  std::uint64_t end = ((r + 1) * page_count + nodes - 1) / nodes;
+  return {first_page + begin, end - begin};
+}
+
+bool RegionTable::Add(const Region& region) {
+  std::unique_lock lock(mutex_);
+  auto [it, added] = by_first_page_.try_emplace(region.first_page, region);
+  if (added) by_name_[region.name] = region.first_page;
+  return added;
+}
+
+std::optional<Region> RegionTable::Containing(consistency::PageId page) const {
+  std::shared_lock lock(mutex_);
+  auto it = by_first_page_.upper_bound(page);
+  if (it == by_first_page_.begin()) return std::nullopt;
+  --it;
+  if (page - it->second.first_page >= it->second.page_count) return std::nullopt;
+  return it->second;
+}
+
+std::optional<Region> RegionTable::Named(const std::string& name) const {
+  std::shared_lock lock(mutex_);
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) return std::nullopt;
+  return by_first_page_.at(it->second);
+}
+
+}  // namespace lmdx::dsm

@@ -1,0 +1,512 @@
+#include "dsm/service.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "consistency/sc_protocol.h"
+#include "dsm/stats_report.h"
+
+namespace lmdx::dsm {
+namespace {
+
+using consistency::Access;
+
+net::MessageType TypeOf(int offset) {
+  return static_cast<net::MessageType>(static_cast<int>(net::MessageType::kFirstDsm) + 100 +
+                                       offset);
+}
+const net::MessageType kDsmVariable = TypeOf(0);
+const net::MessageType kDsmRegionOf = TypeOf(1);
+const net::MessageType kDsmFree = TypeOf(2);
+const net::MessageType kDsmStats = TypeOf(3);
+
+// Block-homed regions are opened at their homes when learnt, up to this many pages per node;
+// beyond it the home takes a local fault (no message) on each page's first touch instead.
+constexpr std::uint64_t kMaxPagesOpenedAtOnce = 262144;
+
+std::string Hex(const void* address) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%p", address);
+  return text;
+}
+
+wire::Region ToWire(const Region& region) {
+  wire::Region out;
+  out.set_name(region.name);
+  out.set_first_page(region.first_page);
+  out.set_page_count(region.page_count);
+  out.set_bytes(region.bytes);
+  out.set_home(static_cast<std::uint32_t>(region.home));
+  out.set_protocol(region.protocol);
+  return out;
+}
+
+Region FromWire(const wire::Region& in) {
+  Region region;
+  region.name = in.name();
+  region.first_page = in.first_page();
+  region.page_count = in.page_count();
+  region.bytes = in.bytes();
+  region.home = static_cast<HomePolicy>(std::min<std::uint32_t>(in.home(), 2));
+  region.protocol = in.protocol();
+  return region;
+}
+
+template <typename Message>
+Message Parse(const std::string& body, const char* what) {
+  Message parsed;
+  if (!parsed.ParseFromString(body)) {
+    throw Error(LMDX_ERR_INTERNAL, std::string("a malformed ") + what);
+  }
+  return parsed;
+}
+
+std::mutex current_mutex;
+std::shared_ptr<Service> current_service;
+std::atomic<Service*> current_pointer{nullptr};
+
+}  // namespace
+
+Service::Service(net::Node& node, Options options)
+    : node_(node),
+      options_(std::move(options)),
+      space_(options_.base, options_.bytes, node.size()) {
+  protocol_ =
+      std::make_shared<consistency::ScProtocol>(node_, *this, space_.page_count(), counters_);
+  // Metadata stays private, so the heap carves nothing before the program allocates; every piece
+  // it carves later is fresh and homed here, so this node opens it for writing at once.
+  heap_ = std::make_unique<SharedHeap>(space_.AppView(space_.HeapSliceFirst(node_.rank())),
+                                       space_.heap_slice_pages() * space_.page_bytes(),
+                                       [this](std::byte* start, std::size_t length) {
+                                         protocol_->OpenFreshPages(space_.PageOf(start),
+                                                                   length / space_.page_bytes());
+                                       });
+  fatal_ = [](const std::string& message) {
+    LogLine(message);
+    std::fflush(nullptr);
+    ::_exit(1);
+  };
+  fault_handler_ =
+      std::make_unique<FaultHandler>([this](void* address) { return HandleFault(address); });
+}
+
+Service::~Service() = default;
+
+void Service::RegisterHandlers() {
+  protocol_->RegisterHandlers(node_);
+  net::SetMessageTypeName(kDsmVariable, "dsm-variable");
+  net::SetMessageTypeName(kDsmRegionOf, "dsm-region-of");
+  net::SetMessageTypeName(kDsmFree, "dsm-free");
+  net::SetMessageTypeName(kDsmStats, "dsm-stats");
+  node_.Handle(kDsmVariable, [this](net::InboundMessage& message, const net::ReplyTo* to) {
+    if (to == nullptr) return;
+    auto request = Parse<wire::VariableRequest>(message.body, "variable request");
+    wire::VariableReply reply;
+    try {
+      bool found = false;
+      Region region = FindOrCreate(request, &found);
+      reply.set_found(found);
+      if (found) *reply.mutable_region() = ToWire(region);
+    } catch (const Error& error) {
+      node_.ReplyError(*to, error.code(), error.what());
+      return;
+    }
+    node_.Reply(*to, reply.SerializeAsString());
+  });
+  node_.Handle(kDsmRegionOf, [this](net::InboundMessage& message, const net::ReplyTo* to) {
+    if (to == nullptr) return;
+    auto request = Parse<wire::RegionOfRequest>(message.body, "region request");
+    wire::VariableReply reply;
+    if (auto region = regions_.Containing(request.page())) {
+      reply.set_found(true);
+      *reply.mutable_region() = ToWire(*region);
+    }
+    node_.Reply(*to, reply.SerializeAsString());
+  });
+  node_.Handle(kDsmFree, [this](net::InboundMessage& message, const net::ReplyTo* to) {
+    if (to == nullptr) return;
+    auto request = Parse<wire::FreeRequest>(message.body, "free request");
+    try {
+      FreeHere(reinterpret_cast<void*>(request.address()));
+    } catch (const Error& error) {
+      node_.ReplyError(*to, error.code(), error.what());
+      return;
+    }
+    node_.Reply(*to, {});
+  });
+  node_.Handle(kDsmStats, [this](net::InboundMessage&, const net::ReplyTo* to) {
+    if (to != nullptr) node_.Reply(*to, LocalStats().SerializeAsString());
+  });
+}
+
+// ---- Regions -------------------------------------------------------------------------------
+
+Region Service::PlaceRegion(const std::string& name, std::uint64_t bytes) {
+  RegionPolicy policy = options_.policy_for ? options_.policy_for(name) : RegionPolicy{};
+  if (policy.protocol != "sc") {
+    throw Error(LMDX_ERR_CONFIG, "\"" + name + "\" asks for protocol \"" + policy.protocol +
+                                     "\", which this LMDX does not have yet (it has: sc)");
+  }
+  std::uint64_t pages = (bytes + space_.page_bytes() - 1) / space_.page_bytes();
+  if (pages > space_.variable_pages() - next_variable_page_) {
+    throw Error(LMDX_ERR_NO_MEMORY,
+                "no room for \"" + name + "\" (" + std::to_string(bytes) +
+                    " bytes): the variable area holds " +
+                    std::to_string(space_.variable_pages() * space_.page_bytes() >> 20) +
+                    " MiB and " + std::to_string(next_variable_page_ * space_.page_bytes() >> 20) +
+                    " MiB are taken; raise LMDX_DSM_SIZE");
+  }
+  Region region{name, next_variable_page_, pages, bytes, policy.home, policy.protocol};
+  next_variable_page_ += pages;
+  Learn(region);
+  return region;
+}
+
+Region Service::FindOrCreate(const wire::VariableRequest& request, bool* found) {
+  std::lock_guard lock(placement_mutex_);
+  if (auto existing = regions_.Named(request.name())) {
+    if (request.create() && existing->bytes != request.bytes()) {
+      if (request.call() == "lmdx_alloc_collective") {
+        throw Error(LMDX_ERR_MISUSE,
+                    request.name() + " asked for " + std::to_string(request.bytes()) +
+                        " bytes on one rank and " + std::to_string(existing->bytes) +
+                        " on another; every rank must ask "
+                        "for the same size in the same order");
+      }
+      throw Error(LMDX_ERR_MISUSE, "shared variable \"" + request.name() + "\" exists with " +
+                                       std::to_string(existing->bytes) +
+                                       " bytes; this call asked for " +
+                                       std::to_string(request.bytes()) + " bytes");
+    }
+    *found = true;
+    return *existing;
+  }
+  if (!request.create()) {
+    *found = false;
+    return {};
+  }
+  *found = true;
+  return PlaceRegion(request.name(), request.bytes());
+}
+
+void Service::Learn(const Region& region) {
+  if (!regions_.Add(region) || region.home != HomePolicy::kBlock) return;
+  auto [first, count] = region.BlockOf(node_.rank(), node_.size());
+  if (count > 0 && count <= kMaxPagesOpenedAtOnce) protocol_->OpenFreshPages(first, count);
+}
+
+std::optional<Region> Service::RegionOf(PageId page) {
+  if (auto known = regions_.Containing(page)) return known;
+  if (node_.rank() == 0) return std::nullopt;
+  wire::RegionOfRequest request;
+  request.set_page(page);
+  auto reply = Parse<wire::VariableReply>(
+      node_.Request(0, kDsmRegionOf, request.SerializeAsString()).body, "region reply");
+  if (!reply.found()) return std::nullopt;
+  Region region = FromWire(reply.region());
+  Learn(region);
+  return region;
+}
+
+consistency::Placement Service::PlacementOf(PageId page) {
+  if (page >= space_.page_count()) return {};
+  if (int owner = space_.HeapOwnerOf(page); owner >= 0) return {owner, false};
+  if (page >= space_.variable_pages()) return {};
+  if (auto region = RegionOf(page)) return region->PlacementOf(page, node_.size());
+  return {};
+}
+
+void* Service::SharedVariable(const std::string& name, std::size_t bytes) {
+  if (name.empty()) throw Error(LMDX_ERR_INVALID_ARGUMENT, "a shared variable needs a name");
+  if (bytes == 0) {
+    throw Error(LMDX_ERR_INVALID_ARGUMENT, "shared variable \"" + name + "\" of 0 bytes");
+  }
+  wire::VariableRequest request;
+  request.set_name(name);
+  request.set_bytes(bytes);
+  request.set_create(true);
+  request.set_call("lmdx_shared_var");
+  Region region;
+  if (auto known = regions_.Named(name); known && known->bytes == bytes) {
+    region = *known;
+  } else if (node_.rank() == 0) {
+    bool found = false;
+    region = FindOrCreate(request, &found);
+  } else {
+    auto reply = Parse<wire::VariableReply>(
+        node_.Request(0, kDsmVariable, request.SerializeAsString()).body, "variable reply");
+    region = FromWire(reply.region());
+    Learn(region);
+  }
+  return space_.AppView(region.first_page);
+}
+
+void* Service::Lookup(const std::string& name, std::size_t* bytes) {
+  std::optional<Region> region = regions_.Named(name);
+  if (!region && node_.rank() != 0) {
+    wire::VariableRequest request;
+    request.set_name(name);
+    request.set_call("lmdx_lookup");
+    auto reply = Parse<wire::VariableReply>(
+        node_.Request(0, kDsmVariable, request.SerializeAsString()).body, "variable reply");
+    if (reply.found()) {
+      region = FromWire(reply.region());
+      Learn(*region);
+    }
+  }
+  if (!region) return nullptr;
+  if (bytes != nullptr) *bytes = region->bytes;
+  return space_.AppView(region->first_page);
+}
+
+void* Service::AllocCollective(std::size_t bytes) {
+  std::uint64_t call = collective_calls_.fetch_add(1, std::memory_order_relaxed);
+  if (bytes == 0) throw Error(LMDX_ERR_INVALID_ARGUMENT, "a collective allocation of 0 bytes");
+  wire::VariableRequest request;
+  request.set_name("lmdx.collective." + std::to_string(call));
+  request.set_bytes(bytes);
+  request.set_create(true);
+  request.set_call("lmdx_alloc_collective");
+  Region region;
+  if (node_.rank() == 0) {
+    bool found = false;
+    region = FindOrCreate(request, &found);
+  } else {
+    auto reply = Parse<wire::VariableReply>(
+        node_.Request(0, kDsmVariable, request.SerializeAsString()).body, "variable reply");
+    region = FromWire(reply.region());
+    Learn(region);
+  }
+  return space_.AppView(region.first_page);
+}
+
+// ---- Heap ----------------------------------------------------------------------------------
+
+void* Service::Malloc(std::size_t bytes) {
+  void* block = heap_->Allocate(bytes);
+  if (block == nullptr) {
+    throw Error(LMDX_ERR_NO_MEMORY,
+                "cannot allocate " + std::to_string(bytes) + " bytes: the shared heap of rank " +
+                    std::to_string(node_.rank()) + " (" + std::to_string(heap_->size() >> 20) +
+                    " MiB) is full; raise LMDX_DSM_SIZE");
+  }
+  return block;
+}
+
+void Service::Free(void* block) {
+  if (block == nullptr) return;
+  if (!space_.Contains(block)) {
+    throw Error(LMDX_ERR_MISUSE, Hex(block) +
+                                     " is not shared memory (was it allocated with "
+                                     "malloc rather than lmdx_malloc?)");
+  }
+  int owner = space_.HeapOwnerOf(space_.PageOf(block));
+  if (owner < 0) {
+    throw Error(LMDX_ERR_MISUSE, Hex(block) +
+                                     " is a shared variable or collective allocation, "
+                                     "not a block of lmdx_malloc");
+  }
+  if (owner == node_.rank()) {
+    FreeHere(block);
+    return;
+  }
+  wire::FreeRequest request;
+  request.set_address(reinterpret_cast<std::uintptr_t>(block));
+  node_.Request(owner, kDsmFree, request.SerializeAsString());
+}
+
+void Service::FreeHere(void* block) { heap_->Free(block); }
+
+// ---- Explicit access -----------------------------------------------------------------------
+
+void Service::CheckRange(const void* address, std::size_t bytes, const char* call) {
+  const auto* first = static_cast<const std::byte*>(address);
+  if (address == nullptr || !space_.Contains(first) || !space_.Contains(first + bytes - 1)) {
+    throw Error(LMDX_ERR_INVALID_ARGUMENT,
+                std::string(call) + ": " + Hex(address) + " (+" + std::to_string(bytes) +
+                    " bytes) is not inside shared memory " +
+                    Hex(reinterpret_cast<void*>(space_.base())) + "-" +
+                    Hex(reinterpret_cast<void*>(space_.base() + space_.bytes())));
+  }
+}
+
+void Service::Get(void* destination, const void* shared_source, std::size_t bytes) {
+  if (bytes == 0) return;
+  if (destination == nullptr) throw Error(LMDX_ERR_INVALID_ARGUMENT, "lmdx_get: null destination");
+  CheckRange(shared_source, bytes, "lmdx_get");
+  consistency::Counters::Add(counters_.explicit_gets);
+  const std::size_t page_size = space_.page_bytes();
+  // A destination in shared memory could fault while the page is held: copy through a bounce.
+  bool bounce = space_.Contains(destination) ||
+                space_.Contains(static_cast<std::byte*>(destination) + bytes - 1);
+  std::vector<std::byte> staging(bounce ? page_size : 0);
+  auto source = reinterpret_cast<std::uintptr_t>(shared_source);
+  auto* out = static_cast<std::byte*>(destination);
+  while (bytes > 0) {
+    PageId page = space_.PageOf(reinterpret_cast<void*>(source));
+    std::size_t offset = (source - space_.base()) % page_size;
+    std::size_t length = std::min(bytes, page_size - offset);
+    std::byte* target = bounce ? staging.data() : out;
+    protocol_->WithPage(page, Access::kRead, [&](std::byte* contents) {
+      std::memcpy(target, contents + offset, length);
+    });
+    if (bounce) std::memcpy(out, staging.data(), length);
+    out += length;
+    source += length;
+    bytes -= length;
+  }
+}
+
+void Service::Put(void* shared_destination, const void* source, std::size_t bytes) {
+  if (bytes == 0) return;
+  if (source == nullptr) throw Error(LMDX_ERR_INVALID_ARGUMENT, "lmdx_put: null source");
+  CheckRange(shared_destination, bytes, "lmdx_put");
+  consistency::Counters::Add(counters_.explicit_puts);
+  const std::size_t page_size = space_.page_bytes();
+  bool bounce =
+      space_.Contains(source) || space_.Contains(static_cast<const std::byte*>(source) + bytes - 1);
+  std::vector<std::byte> staging(bounce ? page_size : 0);
+  auto destination = reinterpret_cast<std::uintptr_t>(shared_destination);
+  const auto* in = static_cast<const std::byte*>(source);
+  while (bytes > 0) {
+    PageId page = space_.PageOf(reinterpret_cast<void*>(destination));
+    std::size_t offset = (destination - space_.base()) % page_size;
+    std::size_t length = std::min(bytes, page_size - offset);
+    const std::byte* from = in;
+    if (bounce) {
+      std::memcpy(staging.data(), in, length);
+      from = staging.data();
+    }
+    protocol_->WithPage(page, Access::kWrite,
+                        [&](std::byte* contents) { std::memcpy(contents + offset, from, length); });
+    in += length;
+    destination += length;
+    bytes -= length;
+  }
+}
+
+// ---- Faults --------------------------------------------------------------------------------
+
+bool Service::HandleFault(void* address) {
+  if (!space_.Contains(address)) return false;
+  PageId page = space_.PageOf(address);
+  Access now = protocol_->CurrentAccess(page);
+  if (now == Access::kWrite) return true;  // another thread opened it meanwhile: retry
+  // libsigsegv does not say whether the access was a read or a write: a page with no access is
+  // brought for reading first (a write then faults once more), a readable page for writing.
+  Access wanted = now == Access::kNone ? Access::kRead : Access::kWrite;
+  try {
+    if (PlacementOf(page).home < 0) return false;  // not a shared page: an ordinary crash
+    consistency::Counters::Add(wanted == Access::kRead ? counters_.read_faults
+                                                       : counters_.write_faults);
+    std::uint64_t start = MonotonicNs();
+    protocol_->Obtain(page, wanted);
+    consistency::Counters::Add(counters_.fault_ns, MonotonicNs() - start);
+  } catch (const std::exception& error) {
+    fatal_("a shared-memory access at " + Hex(address) + " could not be served: " + error.what());
+  }
+  return true;
+}
+
+// ---- Statistics ----------------------------------------------------------------------------
+
+wire::NodeStats Service::LocalStats() const {
+  wire::NodeStats stats;
+  auto value = [](const consistency::Counters::Counter& counter) {
+    return counter.load(std::memory_order_relaxed);
+  };
+  stats.set_rank(node_.rank());
+  stats.set_protocol(protocol_->name());
+  stats.set_read_faults(value(counters_.read_faults));
+  stats.set_write_faults(value(counters_.write_faults));
+  stats.set_pages_fetched(value(counters_.pages_fetched));
+  stats.set_bytes_fetched(value(counters_.bytes_fetched));
+  stats.set_zero_pages(value(counters_.zero_pages));
+  stats.set_upgrades(value(counters_.upgrades));
+  stats.set_invalidations_sent(value(counters_.invalidations_sent));
+  stats.set_invalidations_received(value(counters_.invalidations_received));
+  stats.set_downgrades(value(counters_.downgrades));
+  stats.set_directory_requests(value(counters_.directory_requests));
+  stats.set_explicit_gets(value(counters_.explicit_gets));
+  stats.set_explicit_puts(value(counters_.explicit_puts));
+  stats.set_fault_ms(static_cast<double>(value(counters_.fault_ns)) / 1e6);
+  stats.set_heap_carved_bytes(heap_->CarvedBytes());
+  stats.set_heap_live_blocks(heap_->LiveBlocks());
+  stats.set_heap_live_bytes(heap_->LiveBytes());
+  std::uint64_t frames = 0;
+  std::uint64_t bytes = 0;
+  for (std::size_t id = 1; id < static_cast<std::size_t>(net::MessageType::kLimit); ++id) {
+    auto type = static_cast<net::MessageType>(id);
+    const auto& counters = node_.counters(type);
+    wire::TypeTraffic traffic;
+    traffic.set_sent_frames(counters.sent_frames.load(std::memory_order_relaxed));
+    traffic.set_sent_bytes(counters.sent_bytes.load(std::memory_order_relaxed));
+    traffic.set_received_frames(counters.received_frames.load(std::memory_order_relaxed));
+    traffic.set_received_bytes(counters.received_bytes.load(std::memory_order_relaxed));
+    if (traffic.sent_frames() == 0 && traffic.received_frames() == 0) continue;
+    traffic.set_id(static_cast<std::uint32_t>(id));
+    traffic.set_type(net::MessageTypeName(type));
+    frames += traffic.sent_frames();
+    bytes += traffic.sent_bytes();
+    *stats.add_traffic() = std::move(traffic);
+  }
+  stats.set_messages_sent(frames);
+  stats.set_bytes_sent(bytes);
+  return stats;
+}
+
+void Service::ReportJobStats() {
+  if (node_.rank() != 0) return;
+  wire::JobStats job;
+  for (int rank = 0; rank < node_.size(); ++rank) {
+    if (rank == 0) {
+      *job.add_nodes() = LocalStats();
+      continue;
+    }
+    try {
+      *job.add_nodes() =
+          Parse<wire::NodeStats>(node_.Request(rank, kDsmStats, {}).body, "statistics reply");
+    } catch (const Error& error) {
+      LogLine("statistics of rank " + std::to_string(rank) + " are missing: " + error.what());
+    }
+  }
+  std::fputs(FormatStatsTable(job).c_str(), stderr);
+  std::string json = StatsAsJson(job);
+  std::ofstream file(options_.stats_json);
+  file << json << '\n';
+  if (!file.good()) {
+    LogLine("cannot write the statistics to " + options_.stats_json);
+  } else {
+    LogLine("statistics written to " + options_.stats_json);
+  }
+}
+
+// ---- The node's DSM ------------------------------------------------------------------------
+
+void Attach(net::Node& node, const Options& options) {
+  auto service = std::make_shared<Service>(node, options);
+  service->RegisterHandlers();
+  sync::SetConsistencyHooks(service->protocol());
+  std::lock_guard lock(current_mutex);
+  current_service = std::move(service);
+  current_pointer.store(current_service.get(), std::memory_order_release);
+}
+
+void Detach() {
+  sync::SetConsistencyHooks(nullptr);
+  std::lock_guard lock(current_mutex);
+  current_pointer.store(nullptr, std::memory_order_release);
+  current_service.reset();
+}
+
+Service* Current() { return current_pointer.load(std::memory_order_acquire); }
+
+}  // namespace lmdx::dsm

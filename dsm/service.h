@@ -1,0 +1,104 @@
+// The DSM of one node: the global range, the fault handler, the shared heap, the regions of
+// named variables, and the consistency protocol that keeps pages coherent (blueprint section 5).
+// The C API (api/dsm.cc) calls it; every call is thread-safe and throws lmdx::Error on failure.
+#ifndef LMDX_DSM_SERVICE_H_
+#define LMDX_DSM_SERVICE_H_
+
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "consistency/counters.h"
+#include "consistency/protocol.h"
+#include "dsm/dsm.pb.h"
+#include "dsm/fault_handler.h"
+#include "dsm/global_space.h"
+#include "dsm/options.h"
+#include "dsm/regions.h"
+#include "dsm/shared_heap.h"
+#include "net/node.h"
+
+namespace lmdx::dsm {
+
+class Service final : public consistency::PageMemory {
+ public:
+  // Reserves the range and installs the fault handler; throws lmdx::Error(LMDX_ERR_NO_MEMORY) when
+  // the range cannot be reserved.
+  Service(net::Node& node, Options options);
+  ~Service() override;
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
+  // Installs the message handlers; called before the node joins the job.
+  void RegisterHandlers();
+
+  void* Malloc(std::size_t bytes);
+  void Free(void* block);
+  // The K-th call on every rank returns the same region; `bytes` must agree.
+  void* AllocCollective(std::size_t bytes);
+  void* SharedVariable(const std::string& name, std::size_t bytes);
+  // nullptr when no variable has that name.
+  void* Lookup(const std::string& name, std::size_t* bytes);
+  void Get(void* destination, const void* shared_source, std::size_t bytes);
+  void Put(void* shared_destination, const void* source, std::size_t bytes);
+
+  bool Contains(const void* address) const { return space_.Contains(address); }
+  // Called in the SIGSEGV handler: true when the fault was on shared memory and is resolved.
+  bool HandleFault(void* address);
+  // What to do when a fault cannot be served (a peer is gone): print and end the process.
+  void SetFatalHandler(std::function<void(const std::string&)> fatal) { fatal_ = std::move(fatal); }
+
+  const Options& options() const { return options_; }
+  const std::shared_ptr<consistency::Protocol>& protocol() const { return protocol_; }
+  wire::NodeStats LocalStats() const;
+  // Rank 0: collects every node's statistics, prints the table and writes the JSON file.
+  void ReportJobStats();
+
+  // PageMemory.
+  std::size_t page_bytes() const override { return space_.page_bytes(); }
+  std::byte* AppView(PageId page) override { return space_.AppView(page); }
+  std::byte* SystemView(PageId page) override { return space_.SystemView(page); }
+  void Protect(PageId first, std::uint64_t count, consistency::Access access) override {
+    space_.Protect(first, count, access);
+  }
+  consistency::Placement PlacementOf(PageId page) override;
+
+ private:
+  Region PlaceRegion(const std::string& name, std::uint64_t bytes);
+  Region FindOrCreate(const wire::VariableRequest& request, bool* found);
+  void Learn(const Region& region);
+  std::optional<Region> RegionOf(PageId page);
+  void CheckRange(const void* address, std::size_t bytes, const char* call);
+  void FreeHere(void* block);
+
+  net::Node& node_;
+  Options options_;
+  GlobalSpace space_;
+  consistency::Counters counters_;
+  std::shared_ptr<consistency::Protocol> protocol_;
+  RegionTable regions_;
+  std::unique_ptr<SharedHeap> heap_;
+  std::function<void(const std::string&)> fatal_;
+  std::atomic<std::uint64_t> collective_calls_{0};
+
+  // Rank 0 only: the next free page of the variable area.
+  std::mutex placement_mutex_;
+  PageId next_variable_page_ = 0;
+
+  std::unique_ptr<FaultHandler> fault_handler_;
+};
+
+// Creates this node's DSM (a net::Node::Setup step, before the node joins).
+void Attach(net::Node& node, const Options& options);
+// Drops this node's DSM (the global range is unmapped) at the end of the job.
+void Detach();
+// The DSM of this process, or nullptr.
+Service* Current();
+
+}  // namespace lmdx::dsm
+
+#endif  // LMDX_DSM_SERVICE_H_

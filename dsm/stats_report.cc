@@ -1,0 +1,61 @@
+#include "dsm/stats_report.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <cstdio>
+#include <map>
+
+namespace lmdx::dsm {
+namespace {
+
+std::string Line(const char* format, auto... values) {
+  char text[512];
+  std::snprintf(text, sizeof text, format, values...);
+  return text;
+}
+
+}  // namespace
+
+std::string FormatStatsTable(const wire::JobStats& job) {
+  std::string out = "lmdx statistics (protocol " +
+                    (job.nodes_size() > 0 ? job.nodes(0).protocol() : std::string("?")) + ")\n";
+  out += Line("%4s %8s %8s %8s %6s %6s %8s %8s %6s %8s %6s %6s %10s %12s %9s\n", "rank", "rfault",
+              "wfault", "fetched", "zero", "upgr", "inv-sent", "inv-recv", "downgr", "dir-req",
+              "gets", "puts", "msgs-sent", "bytes-sent", "fault-ms");
+  for (const auto& node : job.nodes()) {
+    out += Line("%4d %8lu %8lu %8lu %6lu %6lu %8lu %8lu %6lu %8lu %6lu %6lu %10lu %12lu %9.2f\n",
+                node.rank(), node.read_faults(), node.write_faults(), node.pages_fetched(),
+                node.zero_pages(), node.upgrades(), node.invalidations_sent(),
+                node.invalidations_received(), node.downgrades(), node.directory_requests(),
+                node.explicit_gets(), node.explicit_puts(), node.messages_sent(), node.bytes_sent(),
+                node.fault_ms());
+  }
+  out += "messages sent by type (frames / bytes, per rank)\n";
+  std::map<std::string, std::map<int, std::pair<std::uint64_t, std::uint64_t>>> by_type;
+  for (const auto& node : job.nodes()) {
+    for (const auto& traffic : node.traffic()) {
+      if (traffic.sent_frames() == 0) continue;
+      by_type[traffic.type()][node.rank()] = {traffic.sent_frames(), traffic.sent_bytes()};
+    }
+  }
+  for (const auto& [type, ranks] : by_type) {
+    out += Line("  %-16s", type.c_str());
+    for (const auto& [rank, figures] : ranks) {
+      out += Line(" r%d:%lu/%lu", rank, figures.first, figures.second);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string StatsAsJson(const wire::JobStats& job) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(job, &json, options);
+  return json;
+}
+
+}  // namespace lmdx::dsm
