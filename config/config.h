@@ -1,0 +1,123 @@
+#ifndef LMDX_CONFIG_CONFIG_H_
+#define LMDX_CONFIG_CONFIG_H_
+
+// LMDX's configuration: a protobuf text-format file (schema: config/config.proto) and LMDX_*
+// environment variables that override it. docs/configuration.md describes every field.
+//
+// Every error throws lmdx::Error(LMDX_ERR_CONFIG). An error in a file names it the way compilers
+// do, "FILE:LINE:COLUMN: FIELD: what is wrong" (line and column from 1); an error in a variable
+// names the variable: "LMDX_PROTOCOL: ...".
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "config/config.pb.h"
+
+namespace lmdx::config {
+
+// The unit sizes and addresses are checked against: the x86-64 page.
+inline constexpr std::uint64_t kPageBytes = 4096;
+// The user half of the x86-64 48-bit address space ends here; the shared range must end at or
+// below it.
+inline constexpr std::uint64_t kUserSpaceEnd = 0x800000000000;
+// The lowest base accepted: Linux's default vm.mmap_min_addr.
+inline constexpr std::uint64_t kLowestBase = 0x10000;
+
+inline constexpr std::uint64_t kDefaultDsmBytes = std::uint64_t{64} << 30;  // 64 GiB
+inline constexpr std::uint64_t kDefaultDsmBase = 0x600000000000;
+inline constexpr const char* kDefaultStatsJson = "lmdx-stats.json";
+
+// Parses a file's text (file_name is used in messages only) and checks what the schema cannot:
+// sizes, the base address, region names, pairs, network names. Unknown fields are errors.
+Config ParseConfigText(std::string_view text, std::string_view file_name);
+// Reads and parses a file. A file that cannot be read is an error naming it.
+Config LoadConfigFile(const std::string& path);
+
+// What a named shared variable gets: never PROTOCOL_DEFAULT or HOME_DEFAULT.
+struct VariableSettings {
+  Protocol protocol = SC;
+  Home home = BLOCK;
+};
+
+// One dsm.region of the file, with dsm's protocol and home filled in where it names none.
+struct RegionSettings {
+  std::string name;  // as written: "grid", or a prefix with its '*' ("matrix_*")
+  Protocol protocol = SC;
+  Home home = BLOCK;
+  bool is_prefix() const { return !name.empty() && name.back() == '*'; }
+};
+
+// The configuration in force: the file's values, defaults where it says nothing, then the
+// environment's overrides. Enumerations never hold their *_DEFAULT value here.
+struct Settings {
+  std::string config_file;  // the file read ("" when LMDX_CONFIG was not set)
+
+  // dsm
+  std::uint64_t dsm_bytes = kDefaultDsmBytes;  // a multiple of kPageBytes
+  std::uintptr_t dsm_base = kDefaultDsmBase;   // page aligned; dsm_base + dsm_bytes <= 2^47
+  Protocol protocol = SC;                      // for variables no region names
+  Home home = BLOCK;                           // for variables no region names
+  std::vector<RegionSettings> regions;         // in the file's order
+
+  // stats
+  bool stats_enabled = false;
+  std::string stats_json = kDefaultStatsJson;  // where the JSON report goes when enabled
+
+  // threads
+  Placement placement = ROUND_ROBIN;
+
+  // network, from the file only: net/transport_choice reads LMDX_TRANSPORT and
+  // LMDX_TRANSPORT_PAIRS itself.
+  std::string transport = "any";                               // any|shm|fabric|tcp|udp
+  std::map<std::pair<int, int>, std::string> transport_pairs;  // (lower rank, higher rank)
+
+  // The region that decides for a variable: the one with exactly its name, else the longest
+  // prefix ("foo*") it starts with; nullptr when none matches.
+  const RegionSettings* RegionFor(std::string_view variable) const;
+  // The protocol and home of a variable: its region's, else dsm's.
+  VariableSettings ForVariable(std::string_view variable) const;
+  Protocol ProtocolFor(std::string_view variable) const { return ForVariable(variable).protocol; }
+  Home HomeFor(std::string_view variable) const { return ForVariable(variable).home; }
+};
+
+// Variable name -> value. Only the names listed in kEnvironmentVariables are read; an empty value
+// counts as unset.
+using Environment = std::map<std::string, std::string, std::less<>>;
+
+// The variables this layer reads.
+inline constexpr std::array<std::string_view, 8> kEnvironmentVariables = {
+    "LMDX_CONFIG",   "LMDX_DSM_SIZE", "LMDX_DSM_BASE",   "LMDX_PROTOCOL",
+    "LMDX_DSM_HOME", "LMDX_STATS",    "LMDX_STATS_JSON", "LMDX_PLACEMENT"};
+
+// Those of kEnvironmentVariables the process has.
+Environment ProcessEnvironment();
+
+// Applies the defaults to a parsed file, then env's overrides (LMDX_CONFIG in env is not read
+// here). config_file is recorded in Settings::config_file.
+Settings MakeSettings(const Config& config, const Environment& env,
+                      const std::string& config_file = "");
+// Reads the file env names in LMDX_CONFIG (none: every default), then applies env.
+Settings LoadSettings(const Environment& env);
+// For tests: text stands for a file named file_name; env's LMDX_CONFIG is not read.
+Settings SettingsFromText(std::string_view text, std::string_view file_name,
+                          const Environment& env = {});
+
+// The process's settings, from LMDX_CONFIG and the environment, loaded once on first use
+// (thread-safe). Throws lmdx::Error on a bad file or variable; a later call tries again.
+const Settings& CurrentSettings();
+
+// Lower-case names as the environment variables spell them: "sc", "first_touch",
+// "round_robin". "default" for the *_DEFAULT values.
+std::string_view ProtocolName(Protocol protocol);
+std::string_view HomeName(Home home);
+std::string_view PlacementName(Placement placement);
+
+}  // namespace lmdx::config
+
+#endif  // LMDX_CONFIG_CONFIG_H_
