@@ -5,6 +5,8 @@
 #include <cmath>
 #include <system_error>
 
+#include "base/error.h"
+#include "config/config.h"
 #include "tools/launcher.h"
 #include "tools/local_job.h"
 #include "tools/signal_watch.h"
@@ -17,10 +19,12 @@ namespace fs = std::filesystem;
 CLI::App* AddRunCommand(CLI::App& app, RunOptions& options) {
   CLI::App* run = app.add_subcommand("run", "Run a sample or an LMDX program on N local nodes");
   run->footer(
-      "lmdx run NAME|PATH -n N [--tag-output] [--timeout SECONDS] [-- ARGS...]\n"
+      "lmdx run NAME|PATH -n N [--tag-output] [--timeout SECONDS] [--config FILE] [-- ARGS...]\n"
       "NAME (no slash) is a sample, built as bazel-bin/samples/NAME/NAME; PATH is any "
       "executable.\nWhen a node dies the others are stopped and the launcher exits non-zero, "
-      "naming the rank and the cause.\nExample: lmdx run hello -n 4 --tag-output");
+      "naming the rank and the cause.\nThe configuration file (docs/configuration.md) is checked "
+      "before any node starts; without --config, LMDX_CONFIG names it.\nExample: lmdx run hello "
+      "-n 4 --tag-output");
   run->add_option("program", options.target, "sample name or path of the executable")->required();
   run->add_option("args", options.args, "arguments for every node (after --)");
   run->add_option("-n,--nodes", options.nodes, "number of nodes (processes), at least 1")
@@ -31,6 +35,9 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions& options) {
                 "rank 0 prints which network each pair of nodes uses, once all have joined");
   run->add_option("--timeout", options.timeout, "stop the job after this many seconds (exit 124)")
       ->type_name("SECONDS");
+  run->add_option("--config", options.config,
+                  "configuration file of every node (exported to them as LMDX_CONFIG)")
+      ->type_name("FILE");
   return run;
 }
 
@@ -86,7 +93,33 @@ fs::path ResolveProgram(const std::string& target, const Paths& paths) {
                    "); to run a program of your own, give its path, e.g. ./" + target);
 }
 
+std::string CheckConfiguration(const std::string& config_option) {
+  config::Environment env = config::ProcessEnvironment();
+  std::string path = config_option;
+  if (path.empty()) {
+    auto it = env.find("LMDX_CONFIG");
+    if (it != env.end()) path = it->second;
+  }
+  std::error_code ec;
+  if (!path.empty() && fs::exists(path, ec) && !fs::is_regular_file(path, ec)) {
+    // Every node reads the file again: a pipe would be empty for all but the first reader.
+    throw UsageError(path + ": the configuration file must be a regular file");
+  }
+  try {
+    if (path.empty()) {
+      config::MakeSettings(config::Config(), env);  // the overrides alone
+      return "";
+    }
+    config::MakeSettings(config::LoadConfigFile(path), env, path);
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+  return fs::absolute(path, ec).string();
+}
+
 int RunCommand(const RunOptions& options, const Paths& paths) {
+  // Before anything is started: a mistake in the configuration starts no node.
+  std::string config_file = CheckConfiguration(options.config);
   LaunchSpec spec;
   spec.nodes = ParseNodeCount(options.nodes);
   if (!options.timeout.empty()) spec.timeout = ParseTimeout(options.timeout);
@@ -100,6 +133,7 @@ int RunCommand(const RunOptions& options, const Paths& paths) {
   // Rank 0 prints the matrix: it has the job table, and the choice is a function of the table
   // and the environment every node shares (net/transport_choice.h).
   if (options.show_transports) spec.job_env.push_back("LMDX_SHOW_TRANSPORTS=1");
+  if (!config_file.empty()) spec.job_env.push_back("LMDX_CONFIG=" + config_file);
   spec.watch = &job;
   return RunJob(spec, signals);
 }

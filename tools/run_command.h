@@ -11,11 +11,12 @@
 
 namespace lmdx::tools {
 
-// `lmdx run NAME|PATH -n N [--tag-output] [--timeout SECONDS] [-- program args]`.
+// `lmdx run NAME|PATH -n N [--tag-output] [--timeout SECONDS] [--config FILE] [-- program args]`.
 struct RunOptions {
   std::string target;
   std::string nodes;  // text, so that "-n abc" gets our message rather than the parser's
   std::string timeout;
+  std::string config;  // --config FILE; "" = LMDX_CONFIG's file, if that is set
   bool tag_output = false;
   bool show_transports = false;
   std::vector<std::string> args;
@@ -34,6 +35,11 @@ std::chrono::milliseconds ParseTimeout(const std::string& text);
 std::filesystem::path ResolveProgram(const std::string& target, const Paths& paths);
 // The samples in the repository: the folders under LMDX_HOME/samples, sorted.
 std::vector<std::string> AvailableSamples(const Paths& paths);
+
+// The configuration file the nodes will read: --config's, else LMDX_CONFIG's; "" when neither is
+// given. It is checked, with the LMDX_* overrides of the environment, before any node starts:
+// throws UsageError "FILE:LINE:COL: ..." on a mistake. Returns its absolute path.
+std::string CheckConfiguration(const std::string& config_option);
 
 // Starts the job and returns the launcher's exit status.
 int RunCommand(const RunOptions& options, const Paths& paths);

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/tools/subprocess.h"
+#include "tests/tools/test_binaries.h"
 #include "tools/usage_error.h"
 
 namespace lmdx::tools {
@@ -77,6 +79,107 @@ TEST_F(ResolveProgramTest, MissingOrNotExecutable) {
   std::ofstream(home_ / "data") << "x";
   EXPECT_THROW(ResolveProgram((home_ / "data").string(), paths()), UsageError);
   EXPECT_THROW(ResolveProgram((home_ / "samples").string(), paths()), UsageError);  // a folder
+}
+
+// `lmdx run --config FILE` and LMDX_CONFIG, through the real tool binary. The node is a shell
+// script that leaves a file per rank and prints the LMDX_CONFIG it was given.
+class RunConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "lmdx-run-config-XXXXXX").string();
+    dir_ = ::mkdtemp(pattern.data());
+    node_ = dir_ / "node.sh";
+    std::ofstream(node_) << "#!/bin/sh\ntouch \"" << dir_.string()
+                         << "/started.$LMDX_RANK\"\necho \"LMDX_CONFIG=$LMDX_CONFIG\"\n";
+    fs::permissions(node_, fs::perms::owner_all);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string Write(const std::string& name, const std::string& text) const {
+    std::ofstream(dir_ / name) << text;
+    return (dir_ / name).string();
+  }
+  // How many nodes left their file.
+  int Started() const {
+    int started = 0;
+    for (const auto& entry : fs::directory_iterator(dir_)) {
+      if (entry.path().filename().string().rfind("started.", 0) == 0) ++started;
+    }
+    return started;
+  }
+  static std::string Lmdx() { return testing::TestBinary("LMDX_TOOL_BIN"); }
+
+  fs::path dir_;
+  fs::path node_;
+};
+
+constexpr const char* kGood = "dsm { protocol: LRC }\n";
+constexpr const char* kBad = "# a job\ndsm {\n  protocol: TSO\n}\n";
+constexpr const char* kBadMessage =
+    ":3:13: unknown value \"TSO\" for protocol (SC, UPDATE, RC, LRC or HLRC)\n";
+
+TEST_F(RunConfigTest, BadFileIsOneErrorAndStartsNoNode) {
+  std::string bad = Write("bad.conf", kBad);
+  testing::Outcome outcome = testing::RunProcess(
+      {Lmdx(), "run", node_.string(), "-n", "2", "--config", bad}, {"-LMDX_CONFIG"});
+  ASSERT_FALSE(outcome.timed_out);
+  EXPECT_EQ(outcome.code, 2);
+  EXPECT_EQ(outcome.err, "lmdx run: " + bad + kBadMessage);
+  EXPECT_EQ(outcome.out, "");
+  EXPECT_EQ(Started(), 0);
+}
+
+TEST_F(RunConfigTest, BadFileInLmdxConfigIsCheckedTheSameWay) {
+  std::string bad = Write("bad.conf", "dsm {\n  size: \"64Q\"\n}\n");
+  testing::Outcome outcome =
+      testing::RunProcess({Lmdx(), "run", node_.string(), "-n", "2"}, {"LMDX_CONFIG=" + bad});
+  EXPECT_EQ(outcome.code, 2);
+  EXPECT_EQ(outcome.err, "lmdx run: " + bad +
+                             ":2:3: dsm.size: \"64Q\" has an unknown unit \"Q\"; write a whole "
+                             "number of bytes with an optional K, M, G or T, like \"64G\"\n");
+  EXPECT_EQ(Started(), 0);
+}
+
+TEST_F(RunConfigTest, MissingFileOrBadOverride) {
+  std::string missing = (dir_ / "missing.conf").string();
+  testing::Outcome outcome = testing::RunProcess(
+      {Lmdx(), "run", node_.string(), "-n", "1", "--config", missing}, {"-LMDX_CONFIG"});
+  EXPECT_EQ(outcome.code, 2);
+  EXPECT_EQ(outcome.err, "lmdx run: " + missing +
+                             ": cannot read the configuration file: No such file or directory\n");
+  outcome = testing::RunProcess({Lmdx(), "run", node_.string(), "-n", "1"},
+                                {"-LMDX_CONFIG", "LMDX_PROTOCOL=tso"});
+  EXPECT_EQ(outcome.code, 2);
+  EXPECT_EQ(outcome.err,
+            "lmdx run: LMDX_PROTOCOL: \"tso\" is not a protocol (sc, update, rc, lrc or hlrc)\n");
+  outcome = testing::RunProcess(
+      {Lmdx(), "run", node_.string(), "-n", "1", "--config", dir_.string()}, {"-LMDX_CONFIG"});
+  EXPECT_EQ(outcome.code, 2);
+  EXPECT_EQ(outcome.err,
+            "lmdx run: " + dir_.string() + ": the configuration file must be a regular file\n");
+  EXPECT_EQ(Started(), 0);
+}
+
+TEST_F(RunConfigTest, NodesGetTheAbsolutePath) {
+  Write("job.conf", kGood);
+  // A relative --config, from the folder that holds it.
+  testing::Outcome outcome = testing::RunProcess(
+      {"/bin/sh", "-c",
+       "cd '" + dir_.string() + "' && exec '" + Lmdx() + "' run ./node.sh -n 2 --config job.conf"},
+      {"-LMDX_CONFIG"});
+  ASSERT_EQ(outcome.code, 0) << outcome.err;
+  std::string line = "LMDX_CONFIG=" + (dir_ / "job.conf").string();
+  EXPECT_EQ(testing::Lines(outcome.out), (std::vector<std::string>{line, line}));
+  EXPECT_EQ(Started(), 2);
+}
+
+TEST_F(RunConfigTest, ConfigOptionBeatsLmdxConfig) {
+  std::string good = Write("good.conf", kGood);
+  std::string bad = Write("bad.conf", kBad);
+  testing::Outcome outcome = testing::RunProcess(
+      {Lmdx(), "run", node_.string(), "-n", "1", "--config", good}, {"LMDX_CONFIG=" + bad});
+  ASSERT_EQ(outcome.code, 0) << outcome.err;
+  EXPECT_EQ(outcome.out, "LMDX_CONFIG=" + good + "\n");
 }
 
 }  // namespace
