@@ -15,6 +15,7 @@ namespace {
 
 std::atomic<int> error_mode{LMDX_ERRORS_ARE_FATAL};
 thread_local std::string last_error;
+thread_local int last_error_code = LMDX_OK;
 
 }  // namespace
 
@@ -32,6 +33,7 @@ int Fail(const char* call, int code, const std::string& message) {
   std::string text = std::string(call) + ": " + message;
   if (error_mode.load(std::memory_order_relaxed) == LMDX_ERRORS_RETURN) {
     last_error = text;
+    last_error_code = code;
     return code;
   }
   if (code == LMDX_ERR_PEER_LOST) ExitAfterPeerLoss(text);
@@ -54,6 +56,8 @@ lmdx_error_mode lmdx_get_error_mode(void) {
 }
 
 const char* lmdx_last_error_message(void) { return lmdx::api::last_error.c_str(); }
+
+int lmdx_last_error(void) { return lmdx::api::last_error_code; }
 
 const char* lmdx_strerror(int code) {
   switch (code) {

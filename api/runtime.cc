@@ -9,6 +9,8 @@
 
 #include "api/internal/runtime_state.h"
 #include "base/log.h"
+#include "config/config.h"
+#include "dsm/service.h"
 #include "net/bootstrap.h"
 #include "net/rendezvous_server.h"
 #include "sync/service.h"
@@ -48,6 +50,46 @@ bool StartedByLauncher() {
   return false;
 }
 
+dsm::HomePolicy ToHomePolicy(config::Home home) {
+  switch (home) {
+    case config::CYCLIC: return dsm::HomePolicy::kCyclic;
+    case config::FIRST_TOUCH: return dsm::HomePolicy::kFirstTouch;
+    default: return dsm::HomePolicy::kBlock;
+  }
+}
+
+dsm::Options DsmOptions(const config::Settings& settings) {
+  dsm::Options options;
+  options.base = settings.dsm_base;
+  options.bytes = settings.dsm_bytes;
+  options.stats = settings.stats_enabled;
+  options.stats_json = settings.stats_json;
+  options.policy_for = [&settings](std::string_view name) {
+    config::VariableSettings chosen = settings.ForVariable(name);
+    return dsm::RegionPolicy{ToHomePolicy(chosen.home),
+                             std::string(config::ProtocolName(chosen.protocol))};
+  };
+  return options;
+}
+
+// Every layer's part of a node, in place before the node joins the job.
+void AttachLayers(net::Node& node) {
+  sync::Attach(node);
+  dsm::Attach(node, DsmOptions(config::CurrentSettings()));
+  dsm::Current()->SetFatalHandler([](const std::string& message) { ExitAfterPeerLoss(message); });
+}
+
+// LMDX_STATS: rank 0 gathers every node's figures while they all still serve.
+void ReportStatsIfAsked() {
+  dsm::Service* dsm = dsm::Current();
+  if (dsm == nullptr || !dsm->options().stats || lmdx_rank() != 0) return;
+  try {
+    dsm->ReportJobStats();
+  } catch (const std::exception& error) {
+    LogLine(std::string("statistics could not be gathered: ") + error.what());
+  }
+}
+
 void OnPeerLost(int, const std::string& why) {
   if (lmdx_get_error_mode() == LMDX_ERRORS_RETURN) {
     LogLine(why + "; calls that need it will fail");
@@ -60,8 +102,10 @@ void OnPeerLost(int, const std::string& why) {
 void EndJobAtExit(int status, void*) {
   std::lock_guard lock(runtime_mutex);
   if (!runtime.node) return;
+  ReportStatsIfAsked();
   current_node.store(nullptr);
   runtime.node->EndJob(status);
+  dsm::Detach();
   runtime.node.reset();
   runtime.own_rendezvous.reset();
 }
@@ -77,7 +121,7 @@ int Init(const char* call, Style style) {
     ever_initialized = true;
     net::BootstrapInfo info = StartedByLauncher() ? net::DetectBootstrap() : SingletonBootstrap();
     runtime.style = style;
-    runtime.node = std::make_unique<net::Node>(info, sync::Attach);
+    runtime.node = std::make_unique<net::Node>(info, AttachLayers);
     runtime.node->SetPeerLostHook(OnPeerLost);
     current_node.store(runtime.node.get());
   }
@@ -132,6 +176,15 @@ int lmdx_finalize(void) {
   return Guard("lmdx_finalize", [] {
     using namespace lmdx::api;
     lmdx::net::Node& node = RequireNode("lmdx_finalize");
+    if (runtime.style == Style::kSpmd && lmdx::dsm::Current() != nullptr &&
+        lmdx::dsm::Current()->options().stats) {
+      // Every rank's figures are final once all have arrived; the finalize below keeps them
+      // serving while rank 0 gathers.
+      lmdx_barrier_all();
+      ReportStatsIfAsked();
+    } else if (runtime.style == Style::kThreads) {
+      ReportStatsIfAsked();
+    }
     std::lock_guard lock(runtime_mutex);
     current_node.store(nullptr);
     if (runtime.style == Style::kThreads) {
@@ -139,6 +192,7 @@ int lmdx_finalize(void) {
     } else {
       node.Finalize();
     }
+    lmdx::dsm::Detach();
     runtime.node.reset();
     runtime.own_rendezvous.reset();
     return LMDX_OK;

@@ -173,7 +173,11 @@ CcPlan PlanCc(const CcRequest& request, const CcLayout& layout, const fs::path& 
   link.insert(link.end(), request.link_inputs.begin(), request.link_inputs.end());
   link.insert(link.end(), request.common_flags.begin(), request.common_flags.end());
   link.insert(link.end(), {"-o", request.output, "-L" + layout.lib_dir.string(),
-                           "-Wl,-rpath," + layout.lib_dir.string(), "-llmdx"});
+                           "-Wl,-rpath," + layout.lib_dir.string(), "-llmdx",
+                           // LMDX's shared heap is jemalloc, which also brings malloc and
+                           // operator new: as a direct dependency ahead of libc and libstdc++ it
+                           // serves the whole program, so no block is freed by another allocator.
+                           "-Wl,--push-state,--no-as-needed", "-ljemalloc", "-Wl,--pop-state"});
   link.insert(link.end(), request.link_flags.begin(), request.link_flags.end());
   link.push_back("-pthread");
   return plan;

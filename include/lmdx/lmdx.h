@@ -62,6 +62,9 @@ const char* lmdx_strerror(int code);
 /* The full text of the last error returned to the calling thread (empty when there is none).
  * The error mode applies to the whole process. */
 const char* lmdx_last_error_message(void);
+/* The code of this thread's last failed call (LMDX_ERRORS_RETURN mode), for calls that return a
+ * pointer and so report failure as NULL. */
+int lmdx_last_error(void);
 
 /* Raw messages. */
 #define LMDX_ANY_SOURCE (-1)
@@ -135,6 +138,38 @@ int lmdx_trylock_h(lmdx_lock_t lock);
 #define LMDX_lock(L) lmdx_lock(#L)
 #define LMDX_unlock(L) lmdx_unlock(#L)
 #define LMDX_trylock(L) lmdx_trylock(#L)
+
+/* ---- Shared memory -------------------------------------------------------------------------
+ * One global range, at the same address on every node: a pointer into it means the same data on
+ * every node, read and written with ordinary loads and stores (the protocol brings pages on a
+ * fault). Pass shared buffers to system calls only through lmdx_get/lmdx_put copies: the kernel
+ * does not fault pages in on LMDX's behalf. */
+
+/* A block of shared memory from this node's slice of the shared heap; freed by lmdx_free from any
+ * node. NULL (LMDX_ERR_NO_MEMORY) when the slice is full. */
+void* lmdx_malloc(size_t bytes);
+/* Frees a block of lmdx_malloc from any node; NULL is ignored. Anything else is LMDX_ERR_MISUSE. */
+void lmdx_free(void* block);
+/* SPMD: every rank calls it in the same order with the same size; all get the same pointer. */
+void* lmdx_alloc_collective(size_t bytes);
+/* The named shared variable `name` of `bytes` bytes (zeros at first), created by the first call on
+ * any node; every call with that name returns the same address. Another size is LMDX_ERR_MISUSE.
+ * Its protocol and home distribution come from the configuration (docs/configuration.md). */
+void* lmdx_shared_var(const char* name, size_t bytes);
+/* The variable called name and its size, or NULL (no error) when there is none yet. */
+void* lmdx_lookup(const char* name, size_t* bytes);
+/* Copies between private and shared memory through the protocol, without page faults. */
+int lmdx_get(void* destination, const void* shared_source, size_t bytes);
+int lmdx_put(void* shared_destination, const void* source, size_t bytes);
+/* 1 when address lies in the shared range, else 0. */
+int lmdx_is_shared(const void* address);
+
+/* MDX spelling: LMDX_make_dsm(double, grid) is a double* to the shared variable "grid". */
+#define LMDX_make_dsm(T, name) ((T*)lmdx_shared_var(#name, sizeof(T)))
+#define LMDX_get_dsm(destination, shared_source, bytes) lmdx_get((destination), (shared_source), (bytes))
+#define LMDX_put_dsm(shared_destination, source, bytes) lmdx_put((shared_destination), (source), (bytes))
+#define LMDX_malloc(bytes) lmdx_malloc(bytes)
+#define LMDX_freemem(block) lmdx_free(block)
 
 /* Ends the whole job now with the given status and message (printed by this rank). */
 void lmdx_abort(int status, const char* message);

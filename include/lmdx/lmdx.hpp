@@ -9,9 +9,11 @@
 #include <lmdx/lmdx.h>
 
 #include <cstddef>
+#include <new>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 namespace lmdx {
 
@@ -32,6 +34,12 @@ inline int check(int code) {
     throw error(code, text != nullptr && *text != '\0' ? text : lmdx_strerror(code));
   }
   return code;
+}
+// Calls returning a pointer report failure as nullptr.
+template <typename T>
+T* check_pointer(void* pointer) {
+  if (pointer == nullptr) check(lmdx_last_error() < 0 ? lmdx_last_error() : LMDX_ERR_INTERNAL);
+  return static_cast<T*>(pointer);
 }
 }  // namespace detail
 
@@ -117,6 +125,59 @@ class lock_guard {
  private:
   mutex& mutex_;
 };
+
+// ---- Shared memory ----------------------------------------------------------------------------
+
+// Typed access to a named shared variable: lmdx::shared<double[1024][1024]> grid{"grid"};
+// then grid[i][j] reads and writes shared memory on any node. T is a trivially copyable type or
+// an array of them (its bytes move between nodes).
+template <typename T>
+class shared {
+ public:
+  static_assert(std::is_trivially_copyable_v<std::remove_all_extents_t<T>>,
+                "shared memory holds trivially copyable types");
+  explicit shared(const char* name)
+      : data_(detail::check_pointer<T>(lmdx_shared_var(name, sizeof(T)))) {}
+
+  T& operator*() const { return *data_; }
+  T* operator->() const { return data_; }
+  T* get() const { return data_; }
+  // For arrays: grid[i] is the i-th element (a row for arrays of arrays).
+  template <typename U = T>
+  requires std::is_array_v<U>
+  auto& operator[](std::size_t index) const { return (*data_)[index]; }
+  static constexpr std::size_t size_bytes() { return sizeof(T); }
+
+ private:
+  T* data_;
+};
+
+// A standard allocator over the shared heap: std::vector<int, lmdx::allocator<int>> keeps its
+// elements in shared memory (the vector object itself stays where it is declared).
+template <typename T>
+struct allocator {
+  using value_type = T;
+  allocator() noexcept = default;
+  template <typename U>
+  allocator(const allocator<U>&) noexcept {}  // NOLINT(google-explicit-constructor)
+  T* allocate(std::size_t count) {
+    if (count > static_cast<std::size_t>(-1) / sizeof(T)) throw std::bad_array_new_length();
+    return detail::check_pointer<T>(lmdx_malloc(count * sizeof(T)));
+  }
+  void deallocate(T* pointer, std::size_t) noexcept { lmdx_free(pointer); }
+  template <typename U>
+  bool operator==(const allocator<U>&) const noexcept {
+    return true;
+  }
+};
+
+// Copies between private and shared memory without faults.
+inline void get(void* destination, const void* shared_source, std::size_t bytes) {
+  detail::check(lmdx_get(destination, shared_source, bytes));
+}
+inline void put(void* shared_destination, const void* source, std::size_t bytes) {
+  detail::check(lmdx_put(shared_destination, source, bytes));
+}
 
 }  // namespace lmdx
 

@@ -56,9 +56,10 @@ TEST(CcCommandTest, PlanCompilesEachSourceThenLinksAgainstLmdx) {
                                           "-pthread", "-c", "main.c", "-o", "/tmp/objs/0-main.o"}));
   EXPECT_EQ(plan.compile[1][0], "g++");
   EXPECT_TRUE(Has(plan.compile[1], "-std=c++20"));
-  EXPECT_EQ(plan.link,
-            (CommandLine{"g++", "/tmp/objs/0-main.o", "/tmp/objs/1-util.o", "-O2", "-o", "prog",
-                         "-L/out/api", "-Wl,-rpath,/out/api", "-llmdx", "-lm", "-pthread"}));
+  EXPECT_EQ(plan.link, (CommandLine{"g++", "/tmp/objs/0-main.o", "/tmp/objs/1-util.o", "-O2", "-o",
+                                    "prog", "-L/out/api", "-Wl,-rpath,/out/api", "-llmdx",
+                                    "-Wl,--push-state,--no-as-needed", "-ljemalloc",
+                                    "-Wl,--pop-state", "-lm", "-pthread"}));
 }
 
 TEST(CcCommandTest, UserStandardReplacesTheDefaultForItsLanguageOnly) {
