@@ -30,7 +30,7 @@ inline constexpr std::uint64_t kUserSpaceEnd = 0x800000000000;
 inline constexpr std::uint64_t kLowestBase = 0x10000;
 
 inline constexpr std::uint64_t kDefaultDsmBytes = std::uint64_t{64} << 30;  // 64 GiB
-inline constexpr std::uint64_t kDefaultDsmBase = 0x600000000000;
+inline constexpr std::uint64_t kDefaultDsmBase = 0x400000000000;
 inline constexpr const char* kDefaultStatsJson = "lmdx-stats.json";
 
 // Parses a file's text (file_name is used in messages only) and checks what the schema cannot:

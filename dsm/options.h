@@ -24,7 +24,7 @@ struct RegionPolicy {
 };
 
 struct Options {
-  std::uintptr_t base = 0x600000000000;
+  std::uintptr_t base = 0x400000000000;
   std::uint64_t bytes = std::uint64_t{64} << 30;
   // The policy of the region called name (a named variable, or "lmdx.collective.K"). Asked on
   // rank 0 only, which places every region.

@@ -45,7 +45,7 @@ TEST(ConfigTest, EmptyFileGivesEveryDefault) {
   Settings s = SettingsFromText("", "empty.conf");
   EXPECT_EQ(s.config_file, "empty.conf");
   EXPECT_EQ(s.dsm_bytes, 64 * kGiB);
-  EXPECT_EQ(s.dsm_base, std::uintptr_t{0x600000000000});
+  EXPECT_EQ(s.dsm_base, std::uintptr_t{0x400000000000});
   EXPECT_EQ(s.protocol, SC);
   EXPECT_EQ(s.home, BLOCK);
   EXPECT_TRUE(s.regions.empty());
@@ -62,7 +62,7 @@ TEST(ConfigTest, NoFileGivesTheSameDefaults) {
   Settings s = LoadSettings({});
   EXPECT_EQ(s.config_file, "");
   EXPECT_EQ(s.dsm_bytes, 64 * kGiB);
-  EXPECT_EQ(s.dsm_base, std::uintptr_t{0x600000000000});
+  EXPECT_EQ(s.dsm_base, std::uintptr_t{0x400000000000});
   EXPECT_EQ(s.protocol, SC);
   EXPECT_EQ(s.home, BLOCK);
   EXPECT_FALSE(s.stats_enabled);
