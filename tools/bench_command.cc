@@ -16,6 +16,8 @@ const std::vector<Benchmark>& Benchmarks() {
        "half round-trip latency and bandwidth, 8 B to 64 MiB, 2 nodes over TCP; OpenMPI beside"},
       {"sync", "benchmarks/sync/sync_bench",
        "lock, barrier (2-16 nodes) and semaphore times, also in one-way message latencies"},
+      {"dsm", "benchmarks/dsm/dsm_bench",
+       "page fault, upgrade and lmdx_get costs next to latency + transfer + local fault, 2 nodes"},
   };
   return table;
 }

@@ -1,0 +1,97 @@
+// `lmdx bench dsm`: the cost of the DSM's basic operations next to their floor measured in the
+// same job: a remote read fault against (one-way latency + 4 KiB transfer + the machine's own
+// fault round trip), each part reported. Medians over many pages; repeated --runs times, and the
+// table shows the median run. The lmdx tool execs this with LMDX_TOOL set.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "benchmarks/net/child_process.h"
+
+namespace lmdx::bench {
+namespace {
+
+using Figures = std::map<std::string, double>;
+
+bool RunOnce(const std::string& tool, const std::string& program, int pages, Figures& figures) {
+  std::vector<std::string> argv = {tool, "run", program, "-n", "2", "--", std::to_string(pages)};
+  std::vector<std::string> other;
+  ChildOutcome outcome = run_child(argv, {}, [&](const std::string& line) {
+    if (line.rfind("dsm,", 0) != 0) {
+      other.push_back(line);
+      return;
+    }
+    std::stringstream in(line.substr(4));
+    std::string name, micros;
+    std::getline(in, name, ',');
+    std::getline(in, micros, ',');
+    figures[name] = std::atof(micros.c_str());
+  });
+  if (!outcome.ok() || figures.size() < 6) {
+    for (const auto& l : other) std::cerr << "  | " << l << '\n';
+    std::cerr << "dsm: the job failed: "
+              << (outcome.ok() ? "it reported too little" : describe(outcome)) << std::endl;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+}  // namespace lmdx::bench
+
+int main(int argc, char** argv) {
+  using namespace lmdx::bench;
+  std::string tool;
+  if (const char* env = std::getenv("LMDX_TOOL")) tool = env;
+  int pages = 2000;
+  int runs = 5;
+  CLI::App app{"lmdx bench dsm: DSM fault and transfer costs next to their floor (2 nodes)"};
+  app.add_option("--pages", pages, "pages measured per run (median over them)")
+      ->check(CLI::Range(10, 100000));
+  app.add_option("--runs", runs, "jobs run; the table shows the run with the median read fault")
+      ->check(CLI::Range(1, 50));
+  app.add_option("--lmdx-tool", tool, "the lmdx tool that launches LMDX jobs");
+  CLI11_PARSE(app, argc, argv);
+  if (tool.empty()) {
+    std::cerr << "dsm: LMDX_TOOL is not set (run `lmdx bench dsm`, or pass --lmdx-tool)\n";
+    return 2;
+  }
+  const std::string program = own_directory() + "/dsm_timing";
+  std::vector<Figures> all;
+  for (int run = 0; run < runs; ++run) {
+    std::cerr << "running dsm_timing on 2 nodes, " << pages << " pages (run " << run + 1 << " of "
+              << runs << ")" << std::endl;
+    Figures figures;
+    if (!RunOnce(tool, program, pages, figures)) return 1;
+    all.push_back(figures);
+  }
+  std::sort(all.begin(), all.end(), [](const Figures& a, const Figures& b) {
+    return a.at("read_fault") < b.at("read_fault");
+  });
+  Figures f = all[all.size() / 2];
+  double floor = f["latency_8"] + f["transfer_4k"] + f["local_fault"];
+  std::printf(
+      "\nDSM costs, protocol sc, 2 nodes (median of %d runs, each a median over %d pages)\n", runs,
+      pages);
+  std::printf("%-44s %10s\n", "operation", "µs");
+  std::printf("%-44s %10.2f\n", "one-way latency, 8 B message", f["latency_8"]);
+  std::printf("%-44s %10.2f\n", "one-way 4 KiB message", f["transfer_4k"]);
+  std::printf("%-44s %10.2f\n", "local fault round trip (SIGSEGV+mprotect)", f["local_fault"]);
+  std::printf("%-44s %10.2f\n", "floor: latency + 4 KiB + local fault", floor);
+  std::printf("%-44s %10.2f  %.2fx floor\n", "remote read fault (fetch a copy)", f["read_fault"],
+              f["read_fault"] / floor);
+  std::printf("%-44s %10.2f  %.2fx (latency x2 + local fault)\n",
+              "write fault upgrading a local copy", f["write_fault"],
+              f["write_fault"] / (2 * f["latency_8"] + f["local_fault"]));
+  std::printf("%-44s %10.2f  %.2fx (latency + 4 KiB)\n", "lmdx_get of 4 KiB from the home",
+              f["get_4k"], f["get_4k"] / (f["latency_8"] + f["transfer_4k"]));
+  std::printf("target: remote read fault within 1.5x of the floor: %s\n",
+              f["read_fault"] <= 1.5 * floor ? "met" : "missed");
+  return 0;
+}

@@ -1,0 +1,407 @@
+// Checks of the DSM through the public API, one scenario per run (argv[1]); SPMD, any number of
+// nodes. Every scenario compares what shared memory holds with what a sequential run computes and
+// prints "verified: SCENARIO" on rank 0, or ends the job with the first difference.
+#include <lmdx/lmdx.h>
+
+#include <lmdx/lmdx.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+int rank_ = -1;
+int size_ = 0;
+
+[[noreturn]] void Die(const std::string& what) {
+  std::string text = "rank " + std::to_string(rank_) + ": FAILED: " + what;
+  lmdx_abort(2, text.c_str());
+  std::abort();
+}
+
+void Check(bool ok, const std::string& what) {
+  if (!ok) Die(what);
+}
+
+void Barrier() {
+  if (lmdx_barrier_all() != LMDX_OK) Die("lmdx_barrier_all");
+}
+
+template <typename T>
+T* Var(const char* name, std::size_t count) {
+  auto* data = static_cast<T*>(lmdx_shared_var(name, count * sizeof(T)));
+  Check(data != nullptr, std::string("lmdx_shared_var ") + name);
+  return data;
+}
+
+std::uint64_t Value(std::uint64_t writer, std::uint64_t round, std::uint64_t index) {
+  return (writer + 1) * 1000003 + round * 7919 + index;
+}
+
+// A value written on one node is read on every other after a barrier, and after a lock handoff.
+void Visibility() {
+  constexpr std::size_t kWords = 3000;  // several pages
+  auto* data = Var<std::uint64_t>("visibility", kWords);
+  for (int writer = 0; writer < size_; ++writer) {
+    for (std::uint64_t round = 0; round < 3; ++round) {
+      if (rank_ == writer) {
+        for (std::size_t i = 0; i < kWords; ++i) data[i] = Value(writer, round, i);
+      }
+      Barrier();
+      for (std::size_t i = 0; i < kWords; ++i) {
+        if (data[i] != Value(writer, round, i)) {
+          Die("after a barrier, word " + std::to_string(i) + " written by rank " +
+              std::to_string(writer) + " reads " + std::to_string(data[i]));
+        }
+      }
+      Barrier();
+    }
+  }
+  // A baton passes through the ranks under a lock; each holder checks the previous one's words.
+  auto* baton = Var<std::int64_t>("baton", 1 + kWords);
+  for (int turn = 0; turn < 2 * size_; ++turn) {
+    if (turn % size_ != rank_) continue;
+    for (;;) {
+      lmdx_lock("baton_lock");
+      if (baton[0] == turn) break;
+      lmdx_unlock("baton_lock");
+      std::this_thread::yield();
+    }
+    for (std::size_t i = 0; i < kWords && turn > 0; ++i) {
+      Check(baton[1 + i] == (turn - 1) * 100000 + static_cast<std::int64_t>(i),
+            "after a lock handoff, word " + std::to_string(i) + " is stale");
+    }
+    for (std::size_t i = 0; i < kWords; ++i)
+      baton[1 + i] = turn * 100000 + static_cast<std::int64_t>(i);
+    baton[0] = turn + 1;
+    lmdx_unlock("baton_lock");
+  }
+  Barrier();
+  Check(baton[0] == 2 * size_, "the baton went " + std::to_string(baton[0]) + " turns");
+}
+
+// Threads on every node increment one shared counter under a lock; the total is exact.
+void Counter(int threads, int total) {
+  auto* counter = Var<std::int64_t>("counter", 1);
+  int per_thread = total / (size_ * threads);
+  Check(per_thread * size_ * threads == total, "TOTAL must divide evenly");
+  Barrier();
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([per_thread, counter] {
+      for (int i = 0; i < per_thread; ++i) {
+        lmdx_lock("counter_lock");
+        *counter = *counter + 1;
+        lmdx_unlock("counter_lock");
+      }
+    });
+  }
+  for (auto& worker : workers) worker.join();
+  Barrier();
+  Check(*counter == total,
+        "the counter is " + std::to_string(*counter) + ", not " + std::to_string(total));
+}
+
+// Nodes write disjoint words of one page, many times; every word ends right.
+void FalseSharing(int rounds) {
+  constexpr std::size_t kWords = 512;  // one 4 KiB page
+  auto* page = Var<std::uint64_t>("false_sharing", kWords);
+  for (int round = 1; round <= rounds; ++round) {
+    for (std::size_t i = static_cast<std::size_t>(rank_); i < kWords;
+         i += static_cast<std::size_t>(size_)) {
+      page[i] = page[i] + i + 1;  // a read and a write of this node's own word
+    }
+    if (round % 20 == 0) Barrier();  // so that the page moves between the nodes many times
+  }
+  Barrier();
+  for (std::size_t i = 0; i < kWords; ++i) {
+    Check(page[i] == static_cast<std::uint64_t>(rounds) * (i + 1),
+          "word " + std::to_string(i) + " is " + std::to_string(page[i]));
+  }
+}
+
+struct Block {
+  std::uint64_t* start;
+  std::size_t words;
+  std::uint64_t tag;
+};
+
+void Fill(const Block& block) {
+  for (std::size_t i = 0; i < block.words; ++i)
+    block.start[i] = block.tag ^ (i * 0x9E3779B97F4A7C15ull);
+}
+
+void Verify(const Block& block, const char* when) {
+  for (std::size_t i = 0; i < block.words; ++i) {
+    if (block.start[i] != (block.tag ^ (i * 0x9E3779B97F4A7C15ull))) {
+      Die(std::string("block ") + std::to_string(block.tag) + " overwritten " + when + " at word " +
+          std::to_string(i));
+    }
+  }
+}
+
+// Allocations and frees of random sizes from every node: live blocks never overlap (each keeps
+// its pattern), blocks freed by another node, and memory is reused after free.
+void Heap(int operations) {
+  std::mt19937_64 random(static_cast<std::uint64_t>(rank_) * 7 + 1);
+  std::vector<Block> live;
+  std::uint64_t next_tag = static_cast<std::uint64_t>(rank_) << 40;
+  int per_node = operations / size_;
+  for (int op = 0; op < per_node; ++op) {
+    bool allocate = live.size() < 64 && (live.empty() || random() % 3 != 0);
+    if (allocate) {
+      std::size_t bytes = random() % 16 == 0 ? 1 + random() % (256 << 10) : 1 + random() % 2048;
+      auto* start = static_cast<std::uint64_t*>(lmdx_malloc(bytes));
+      Check(start != nullptr, "lmdx_malloc(" + std::to_string(bytes) + ")");
+      Check(lmdx_is_shared(start) == 1, "lmdx_malloc returned private memory");
+      Block block{start, bytes / sizeof(std::uint64_t), next_tag++};
+      Fill(block);
+      live.push_back(block);
+    } else {
+      std::size_t victim = random() % live.size();
+      Verify(live[victim], "before its free");
+      lmdx_free(live[victim].start);
+      live[victim] = live.back();
+      live.pop_back();
+    }
+  }
+  for (const Block& block : live) Verify(block, "at the end");
+
+  // Publish the live blocks; rank 0 checks no two overlap across all nodes.
+  constexpr std::size_t kMaxLive = 64;
+  auto* table = Var<std::uint64_t>("heap_table", static_cast<std::size_t>(size_) * kMaxLive * 2);
+  std::uint64_t* mine = table + static_cast<std::size_t>(rank_) * kMaxLive * 2;
+  for (std::size_t i = 0; i < kMaxLive; ++i) {
+    mine[2 * i] = i < live.size() ? reinterpret_cast<std::uintptr_t>(live[i].start) : 0;
+    mine[2 * i + 1] =
+        i < live.size() ? reinterpret_cast<std::uintptr_t>(live[i].start + live[i].words) : 0;
+  }
+  Barrier();
+  if (rank_ == 0) {
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> all;
+    for (std::size_t i = 0; i < static_cast<std::size_t>(size_) * kMaxLive; ++i) {
+      if (table[2 * i] != 0) all.emplace_back(table[2 * i], table[2 * i + 1]);
+    }
+    std::sort(all.begin(), all.end());
+    for (std::size_t i = 1; i < all.size(); ++i) {
+      Check(all[i].first >= all[i - 1].second, "two live blocks overlap");
+    }
+  }
+  Barrier();
+  // Every node frees the blocks of the next node: frees from another node.
+  int next = (rank_ + 1) % size_;
+  const std::uint64_t* theirs = table + static_cast<std::size_t>(next) * kMaxLive * 2;
+  for (std::size_t i = 0; i < kMaxLive; ++i) {
+    if (theirs[2 * i] != 0) lmdx_free(reinterpret_cast<void*>(theirs[2 * i]));
+  }
+  Barrier();
+  // Reuse: the same sizes allocated again after a free land on addresses already used.
+  std::vector<void*> first;
+  for (int i = 0; i < 256; ++i) first.push_back(lmdx_malloc(4096));
+  for (void* block : first) lmdx_free(block);
+  int reused = 0;
+  for (int i = 0; i < 256; ++i) {
+    void* again = lmdx_malloc(4096);
+    if (std::find(first.begin(), first.end(), again) != first.end()) ++reused;
+    lmdx_free(again);
+  }
+  Check(reused >= 128, "only " + std::to_string(reused) + " of 256 blocks reused freed memory");
+  // A double free is reported, not obeyed.
+  lmdx_set_error_mode(LMDX_ERRORS_RETURN);
+  void* block = lmdx_malloc(100);
+  lmdx_free(block);
+  lmdx_free(block);
+  Check(lmdx_last_error() == LMDX_ERR_MISUSE, "a double free was not reported");
+  lmdx_set_error_mode(LMDX_ERRORS_ARE_FATAL);
+  Barrier();
+}
+
+// Every node creates the same variable at once: one variable results. Another size is an error.
+void Names() {
+  auto* addresses = Var<std::uint64_t>("addresses", static_cast<std::size_t>(size_));
+  Barrier();
+  void* raced = lmdx_shared_var("raced", 12345);
+  Check(raced != nullptr, "lmdx_shared_var raced");
+  addresses[rank_] = reinterpret_cast<std::uintptr_t>(raced);
+  static_cast<char*>(raced)[rank_] = static_cast<char>('a' + rank_);
+  Barrier();
+  for (int r = 0; r < size_; ++r) {
+    Check(addresses[r] == reinterpret_cast<std::uintptr_t>(raced),
+          "rank " + std::to_string(r) + " got another address: " + std::to_string(addresses[r]) +
+              " instead of " + std::to_string(reinterpret_cast<std::uintptr_t>(raced)));
+    Check(static_cast<char*>(raced)[r] == 'a' + r, "a byte of the raced variable is lost");
+  }
+  std::size_t bytes = 0;
+  Check(lmdx_lookup("raced", &bytes) == raced && bytes == 12345, "lmdx_lookup of raced");
+  Check(lmdx_lookup("never_created", &bytes) == nullptr, "lmdx_lookup of a missing name");
+  lmdx_set_error_mode(LMDX_ERRORS_RETURN);
+  Check(lmdx_shared_var("raced", 100) == nullptr, "another size was accepted");
+  std::string text = lmdx_last_error_message();
+  Check(lmdx_last_error() == LMDX_ERR_MISUSE, "another size: wrong code");
+  Check(text.find("12345") != std::string::npos && text.find("100 bytes") != std::string::npos,
+        "another size: the message does not name both sizes: " + text);
+  if (rank_ == 0) std::printf("size mismatch: %s\n", text.c_str());
+  lmdx_set_error_mode(LMDX_ERRORS_ARE_FATAL);
+  // Collective allocations: the same pointer everywhere (addresses is reused once all have
+  // checked it).
+  Barrier();
+  void* collective = lmdx_alloc_collective(10000);
+  addresses[rank_] = reinterpret_cast<std::uintptr_t>(collective);
+  Barrier();
+  for (int r = 0; r < size_; ++r) {
+    Check(addresses[r] == reinterpret_cast<std::uintptr_t>(collective),
+          "lmdx_alloc_collective gave rank " + std::to_string(r) + " another pointer");
+  }
+  Barrier();
+}
+
+// lmdx_get and lmdx_put agree with direct loads and stores, across page boundaries.
+void GetPut() {
+  constexpr std::size_t kBytes = 5 * 4096 + 123;
+  auto* area = Var<unsigned char>("getput", kBytes);
+  std::vector<unsigned char> pattern(kBytes);
+  for (std::size_t i = 0; i < kBytes; ++i) pattern[i] = static_cast<unsigned char>(i * 31 + 7);
+  for (int writer = 0; writer < size_; ++writer) {
+    if (rank_ == writer) {
+      // A put at an odd offset spanning pages; the rest by direct stores.
+      std::size_t offset = 1000 + static_cast<std::size_t>(writer);
+      for (std::size_t i = 0; i < offset; ++i)
+        area[i] = static_cast<unsigned char>(pattern[i] ^ writer);
+      std::vector<unsigned char> shifted(kBytes - offset);
+      for (std::size_t i = offset; i < kBytes; ++i)
+        shifted[i - offset] = static_cast<unsigned char>(pattern[i] ^ writer);
+      Check(lmdx_put(area + offset, shifted.data(), shifted.size()) == LMDX_OK, "lmdx_put");
+    }
+    Barrier();
+    std::vector<unsigned char> got(kBytes);
+    Check(lmdx_get(got.data(), area, kBytes) == LMDX_OK, "lmdx_get");
+    for (std::size_t i = 0; i < kBytes; ++i) {
+      unsigned char expected = static_cast<unsigned char>(pattern[i] ^ writer);
+      Check(got[i] == expected, "lmdx_get byte " + std::to_string(i));
+      Check(area[i] == expected, "direct read byte " + std::to_string(i));
+    }
+    Barrier();
+  }
+  // Shared to shared: a get into shared memory and a message received into shared memory.
+  auto* copy = Var<unsigned char>("getput_copy", kBytes);
+  if (rank_ == size_ - 1) Check(lmdx_get(copy, area, kBytes) == LMDX_OK, "lmdx_get shared->shared");
+  Barrier();
+  Check(std::memcmp(copy, area, kBytes) == 0, "a shared-to-shared get differs");
+  lmdx_set_error_mode(LMDX_ERRORS_RETURN);
+  unsigned char local[8];
+  Check(lmdx_get(local, local, sizeof local) == LMDX_ERR_INVALID_ARGUMENT,
+        "lmdx_get from private memory was accepted");
+  lmdx_set_error_mode(LMDX_ERRORS_ARE_FATAL);
+  Barrier();
+}
+
+// The C++ API: lmdx::shared<T> and lmdx::allocator<T>.
+void Cpp() {
+  lmdx::shared<double[64][64]> grid{"grid"};
+  for (int i = rank_; i < 64; i += size_) {
+    for (int j = 0; j < 64; ++j) grid[i][j] = i * 64 + j + 0.5;
+  }
+  Barrier();
+  for (int i = 0; i < 64; ++i) {
+    for (int j = 0; j < 64; ++j) Check(grid[i][j] == i * 64 + j + 0.5, "grid element");
+  }
+  std::vector<int, lmdx::allocator<int>> numbers;
+  for (int i = 0; i < 10000; ++i) numbers.push_back(i * rank_);
+  Check(lmdx_is_shared(numbers.data()) == 1, "the vector's elements are not in shared memory");
+  for (int i = 0; i < 10000; ++i) Check(numbers[i] == i * rank_, "vector element");
+  Barrier();
+}
+
+// Threads of one node reading the same remote pages at once: each page is fetched once (the
+// statistics say how many fetches the node made; the test reads them).
+void OneFetch(int pages, int threads) {
+  auto** pointer = static_cast<char**>(lmdx_shared_var("one_fetch_pointer", sizeof(char*)));
+  if (rank_ == 0) {
+    auto* area = static_cast<char*>(lmdx_malloc(static_cast<std::size_t>(pages) * 4096));
+    for (int i = 0; i < pages; ++i) area[static_cast<std::size_t>(i) * 4096] = static_cast<char>(i);
+    *pointer = area;
+  }
+  Barrier();
+  if (rank_ == 1) {
+    char* area = *pointer;
+    std::atomic<int> ready{0};
+    std::vector<std::thread> readers;
+    for (int t = 0; t < threads; ++t) {
+      readers.emplace_back([&, t] {
+        ready.fetch_add(1);
+        while (ready.load() < threads) {
+        }
+        for (int k = 0; k < pages; ++k) {
+          int i = (k + t * 7) % pages;  // threads meet on pages in different orders
+          Check(area[static_cast<std::size_t>(i) * 4096] == static_cast<char>(i), "page contents");
+        }
+      });
+    }
+    for (auto& reader : readers) reader.join();
+  }
+  Barrier();
+}
+
+// A fault outside shared memory stays an ordinary crash.
+void Crash(const char* where) {
+  Barrier();
+  if (rank_ == size_ - 1) {
+    volatile int* bad = nullptr;
+    if (std::strcmp(where, "unmapped_variable_area") == 0) {
+      // Inside the global range, but in no variable: not shared data either.
+      auto* var = static_cast<char*>(lmdx_shared_var("small", 8));
+      bad = reinterpret_cast<volatile int*>(var + (std::uint64_t{1} << 30));
+    } else {
+      bad = reinterpret_cast<volatile int*>(16);
+    }
+    std::printf("rank %d touches %p\n", rank_, const_cast<int*>(bad));
+    std::fflush(stdout);
+    *bad = 1;
+    Die("survived a wild write");
+  }
+  Barrier();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  lmdx_init_spmd(&argc, &argv);
+  rank_ = lmdx_rank();
+  size_ = lmdx_size();
+  std::string scenario = argc > 1 ? argv[1] : "";
+  auto number = [&](int index, int fallback) {
+    return argc > index ? std::atoi(argv[index]) : fallback;
+  };
+  if (scenario == "visibility") {
+    Visibility();
+  } else if (scenario == "counter") {
+    Counter(number(2, 2), number(3, 10000));
+  } else if (scenario == "false_sharing") {
+    FalseSharing(number(2, 200));
+  } else if (scenario == "heap") {
+    Heap(number(2, 100000));
+  } else if (scenario == "names") {
+    Names();
+  } else if (scenario == "getput") {
+    GetPut();
+  } else if (scenario == "one_fetch") {
+    OneFetch(number(2, 200), number(3, 4));
+  } else if (scenario == "cpp") {
+    Cpp();
+  } else if (scenario == "crash") {
+    Crash(argc > 2 ? argv[2] : "null");
+  } else {
+    Die("unknown scenario '" + scenario + "'");
+  }
+  if (rank_ == 0) std::printf("verified: %s on %d nodes\n", scenario.c_str(), size_);
+  lmdx_finalize();
+  return 0;
+}
