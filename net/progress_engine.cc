@@ -200,6 +200,7 @@ void ProgressEngine::DisarmAll() {
 void ProgressEngine::BeginDriving() {
   std::lock_guard lock(drivers_mutex_);
   if (drivers_++ != 0) return;
+  someone_drives_.store(true, std::memory_order_release);
   event_set_taken_ = !pollers_only_.load(std::memory_order_relaxed);
   if (event_set_taken_) ::epoll_ctl(outer_fd_.get(), EPOLL_CTL_DEL, epoll_fd_.get(), nullptr);
   DisarmAll();
@@ -208,6 +209,7 @@ void ProgressEngine::BeginDriving() {
 void ProgressEngine::EndDriving() {
   std::lock_guard lock(drivers_mutex_);
   if (--drivers_ != 0) return;
+  someone_drives_.store(false, std::memory_order_release);
   if (event_set_taken_) {
     epoll_event event{};
     event.events = EPOLLIN;
@@ -276,9 +278,51 @@ void ProgressEngine::Run() {
       LogLine(SystemErrorText("progress engine: epoll_wait", errno));
       return;
     }
-    std::lock_guard lock(dispatch_mutex_);
-    int count = ::epoll_wait(epoll_fd_.get(), events, kMaxEvents, 0);
-    DispatchLocked(events, std::max(count, 0));
+    {
+      std::lock_guard lock(dispatch_mutex_);
+      int count = ::epoll_wait(epoll_fd_.get(), events, kMaxEvents, 0);
+      DispatchLocked(events, std::max(count, 0));
+    }
+    LingerAfterActivity();
+  }
+}
+
+// A peer in a burst of requests (a node faulting on page after page, a lock passed around) sends
+// the next one within microseconds of the last answer. Polling the rings a little longer answers
+// it at once instead of after a wake-up of this thread, which costs tens of microseconds on a
+// virtual machine; the linger ends after the same idle budget a waiting thread drives, and is off
+// when the host has more nodes than cores.
+void ProgressEngine::LingerAfterActivity() {
+  std::int64_t budget_ns = std::int64_t{drive_micros_.load(std::memory_order_relaxed)} * 1000;
+  if (budget_ns == 0 || !have_pollers_.load(std::memory_order_acquire)) return;
+  {
+    std::lock_guard lock(drivers_mutex_);
+    if (drivers_ != 0) return;  // an application thread is polling already
+    DisarmAll();
+  }
+  constexpr int kMaxEvents = 16;
+  epoll_event events[kMaxEvents];
+  std::int64_t last_event = MonotonicNs();
+  while (!stopping_.load(std::memory_order_acquire) && MonotonicNs() - last_event < budget_ns) {
+    // A waiting application thread polls now: two pollers would only share the cores.
+    if (someone_drives_.load(std::memory_order_acquire)) return;
+    std::unique_lock lock(dispatch_mutex_, std::try_to_lock);
+    if (!lock.owns_lock()) continue;
+    in_dispatch = true;
+    bool found = PollAll();
+    if (has_posted_.load(std::memory_order_acquire)) {
+      RunPosted();
+      found = true;
+    }
+    in_dispatch = false;
+    if (!pollers_only_.load(std::memory_order_relaxed)) {
+      int count = ::epoll_wait(epoll_fd_.get(), events, kMaxEvents, 0);
+      if (count > 0) {
+        DispatchLocked(events, count);
+        found = true;
+      }
+    }
+    if (found) last_event = MonotonicNs();
   }
 }
 

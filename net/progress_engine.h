@@ -95,6 +95,8 @@ class ProgressEngine : public CompletionDriver {
     IoCallback callback;
   };
   void Run();
+  // After serving a frame, polls the rings for the drive budget's idle time before sleeping.
+  void LingerAfterActivity();
   // Runs the callbacks of events[0..count), then posted tasks and due timers. Caller holds
   // dispatch_mutex_.
   void DispatchLocked(const epoll_event* events, int count);
@@ -121,7 +123,8 @@ class ProgressEngine : public CompletionDriver {
   void EndDriving();
   std::atomic<int> drive_micros_{kDefaultDriveMicros};
   std::mutex drivers_mutex_;
-  int drivers_ = 0;  // application threads driving now
+  int drivers_ = 0;                          // application threads driving now
+  std::atomic<bool> someone_drives_{false};  // drivers_ > 0, read without the lock
   // The drivers took the event set from the progress thread (set by the first, under the mutex;
   // read by drivers while drivers_ > 0).
   bool event_set_taken_ = false;
