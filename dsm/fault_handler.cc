@@ -1,5 +1,6 @@
 #include "dsm/fault_handler.h"
 
+#include <signal.h>
 #include <sigsegv.h>
 
 #include <atomic>
@@ -18,8 +19,15 @@ std::atomic<const std::function<bool(void*)>*> current_handle{nullptr};
 // only application code faults here.
 int OnFault(void* address, int /*serious*/) {
   const auto* handle = current_handle.load(std::memory_order_acquire);
-  if (handle == nullptr) return 0;
-  return (*handle)(address) ? 1 : 0;
+  if (handle != nullptr && (*handle)(address)) return 1;
+  // Not shared memory: the program's own crash, or a SIGSEGV sent with kill or raise. Either must
+  // end the process with the signal, as without LMDX. Returning alone would retry a faulting
+  // instruction but let a sent signal pass unnoticed, so the default action is restored and the
+  // signal raised again; it is delivered as soon as this handler returns.
+  ::signal(SIGSEGV, SIG_DFL);
+  ::signal(SIGBUS, SIG_DFL);
+  ::raise(SIGSEGV);
+  return 0;
 }
 
 }  // namespace

@@ -494,7 +494,11 @@ void Service::ReportJobStats() {
 void Attach(net::Node& node, const Options& options) {
   auto service = std::make_shared<Service>(node, options);
   service->RegisterHandlers();
-  sync::SetConsistencyHooks(service->protocol());
+  // The protocol carries consistency over synchronisation, unless the program installed hooks of
+  // its own before lmdx_init (the sync tests do): those stay.
+  if (dynamic_cast<sync::NullConsistencyHooks*>(sync::CurrentConsistencyHooks().get()) != nullptr) {
+    sync::SetConsistencyHooks(service->protocol());
+  }
   std::lock_guard lock(current_mutex);
   current_service = std::move(service);
   current_pointer.store(current_service.get(), std::memory_order_release);
