@@ -12,13 +12,13 @@ namespace {
 using internal::GrantData;
 using internal::ScGrantDecision;
 
-net::MessageType TypeOf(int offset) {
+constexpr net::MessageType TypeOf(int offset) noexcept {
   return static_cast<net::MessageType>(static_cast<int>(net::MessageType::kFirstDsm) + offset);
 }
-const net::MessageType kScAcquire = TypeOf(0);
-const net::MessageType kScFetch = TypeOf(1);
-const net::MessageType kScInvalidate = TypeOf(2);
-const net::MessageType kScDone = TypeOf(3);
+constexpr net::MessageType kScAcquire = TypeOf(0);
+constexpr net::MessageType kScFetch = TypeOf(1);
+constexpr net::MessageType kScInvalidate = TypeOf(2);
+constexpr net::MessageType kScDone = TypeOf(3);
 
 wire::ScGrant::Data ToWire(GrantData data) {
   switch (data) {

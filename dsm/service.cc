@@ -19,14 +19,14 @@ namespace {
 
 using consistency::Access;
 
-net::MessageType TypeOf(int offset) {
+constexpr net::MessageType TypeOf(int offset) noexcept {
   return static_cast<net::MessageType>(static_cast<int>(net::MessageType::kFirstDsm) + 100 +
                                        offset);
 }
-const net::MessageType kDsmVariable = TypeOf(0);
-const net::MessageType kDsmRegionOf = TypeOf(1);
-const net::MessageType kDsmFree = TypeOf(2);
-const net::MessageType kDsmStats = TypeOf(3);
+constexpr net::MessageType kDsmVariable = TypeOf(0);
+constexpr net::MessageType kDsmRegionOf = TypeOf(1);
+constexpr net::MessageType kDsmFree = TypeOf(2);
+constexpr net::MessageType kDsmStats = TypeOf(3);
 
 // Block-homed regions are opened at their homes when learnt, up to this many pages per node;
 // beyond it the home takes a local fault (no message) on each page's first touch instead.

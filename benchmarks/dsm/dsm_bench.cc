@@ -47,8 +47,10 @@ bool RunOnce(const std::string& tool, const std::string& program, int pages, Fig
 }  // namespace
 }  // namespace lmdx::bench
 
-int main(int argc, char** argv) {
-  using namespace lmdx::bench;
+namespace lmdx::bench {
+namespace {
+
+int Main(int argc, char** argv) {
   std::string tool;
   if (const char* env = std::getenv("LMDX_TOOL")) tool = env;
   int pages = 2000;
@@ -66,6 +68,7 @@ int main(int argc, char** argv) {
   }
   const std::string program = own_directory() + "/dsm_timing";
   std::vector<Figures> all;
+  all.reserve(static_cast<std::size_t>(runs));
   for (int run = 0; run < runs; ++run) {
     std::cerr << "running dsm_timing on 2 nodes, " << pages << " pages (run " << run + 1 << " of "
               << runs << ")" << std::endl;
@@ -79,6 +82,7 @@ int main(int argc, char** argv) {
   Figures f;
   for (const auto& [name, unused] : all[0]) {
     std::vector<double> values;
+    values.reserve(all.size());
     for (const Figures& run : all) values.push_back(run.at(name));
     std::sort(values.begin(), values.end());
     bool floor_part = name == "latency_8" || name == "transfer_4k" || name == "local_fault";
@@ -109,4 +113,16 @@ int main(int argc, char** argv) {
   std::printf("target: remote read fault within 1.5x of the floor: %s\n",
               f["read_fault"] <= 1.5 * floor ? "met" : "missed");
   return 0;
+}
+
+}  // namespace
+}  // namespace lmdx::bench
+
+int main(int argc, char** argv) {
+  try {
+    return lmdx::bench::Main(argc, argv);
+  } catch (const std::exception& error) {
+    std::cerr << "dsm: " << error.what() << std::endl;
+    return 1;
+  }
 }

@@ -109,6 +109,7 @@ class mutex {
   void lock() { detail::check(lmdx_lock_h(handle_)); }
   void unlock() { detail::check(lmdx_unlock_h(handle_)); }
   bool try_lock() { return detail::check(lmdx_trylock_h(handle_)) == 0; }
+  lmdx_lock_t native_handle() const { return handle_; }
 
  private:
   lmdx_lock_t handle_;
@@ -118,7 +119,9 @@ class mutex {
 class lock_guard {
  public:
   explicit lock_guard(mutex& m) : mutex_(m) { mutex_.lock(); }
-  ~lock_guard() { mutex_.unlock(); }
+  // An unlock that fails (the job is ending) cannot throw from a destructor: the error mode's
+  // fatal path has reported it already, or the return mode's code is dropped here.
+  ~lock_guard() { lmdx_unlock_h(mutex_.native_handle()); }
   lock_guard(const lock_guard&) = delete;
   lock_guard& operator=(const lock_guard&) = delete;
 

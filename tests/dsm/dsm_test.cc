@@ -14,6 +14,12 @@ namespace {
 
 std::string Checks() { return BinaryFromEnv("DSM_CHECKS"); }
 
+// A file in the test's scratch directory (Bazel's TEST_TMPDIR, /tmp elsewhere).
+std::string ScratchFile(const std::string& name) {
+  const char* directory = std::getenv("TEST_TMPDIR");
+  return std::string(directory != nullptr ? directory : "/tmp") + "/" + name;
+}
+
 void ExpectVerified(const JobResult& job, const std::string& scenario, int nodes) {
   EXPECT_EQ(job.exit_code, 0) << job.out << job.err;
   EXPECT_NE(job.out.find("verified: " + scenario + " on " + std::to_string(nodes) + " nodes"),
@@ -76,7 +82,7 @@ TEST_P(CrashTest, AWildAccessStillKillsTheNodeWithSigsegv) {
 INSTANTIATE_TEST_SUITE_P(Where, CrashTest, ::testing::Values("null", "unmapped_variable_area"));
 
 TEST(StatsTest, LmdxStatsPrintsATablePerNodeAndWritesJson) {
-  std::string json_path = std::string(std::getenv("TEST_TMPDIR")) + "/stats.json";
+  std::string json_path = ScratchFile("stats.json");
   ::setenv("LMDX_STATS", "1", 1);
   ::setenv("LMDX_STATS_JSON", json_path.c_str(), 1);
   JobResult job = RunJob(Checks(), 3, {"visibility"});
@@ -114,7 +120,7 @@ long long StatOf(const std::string& json, int rank, const std::string& field) {
 
 // Threads of one node faulting on the same page wait for one fetch instead of each fetching.
 TEST(FaultTest, ThreadsOfANodeFaultingOnOnePageShareOneFetch) {
-  std::string json_path = std::string(std::getenv("TEST_TMPDIR")) + "/one_fetch.json";
+  std::string json_path = ScratchFile("one_fetch.json");
   ::setenv("LMDX_STATS", "1", 1);
   ::setenv("LMDX_STATS_JSON", json_path.c_str(), 1);
   JobResult job = RunJob(Checks(), 2, {"one_fetch", "200", "4"});

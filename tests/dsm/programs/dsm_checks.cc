@@ -95,6 +95,7 @@ void Counter(int threads, int total) {
   Check(per_thread * size_ * threads == total, "TOTAL must divide evenly");
   Barrier();
   std::vector<std::thread> workers;
+  workers.reserve(static_cast<std::size_t>(threads));
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([per_thread, counter] {
       for (int i = 0; i < per_thread; ++i) {
@@ -205,6 +206,7 @@ void Heap(int operations) {
   Barrier();
   // Reuse: the same sizes allocated again after a free land on addresses already used.
   std::vector<void*> first;
+  first.reserve(256);
   for (int i = 0; i < 256; ++i) first.push_back(lmdx_malloc(4096));
   for (void* block : first) lmdx_free(block);
   int reused = 0;
@@ -314,7 +316,8 @@ void Cpp() {
     for (int j = 0; j < 64; ++j) Check(grid[i][j] == i * 64 + j + 0.5, "grid element");
   }
   std::vector<int, lmdx::allocator<int>> numbers;
-  for (int i = 0; i < 10000; ++i) numbers.push_back(i * rank_);
+  // Growing without reserve on purpose: every reallocation allocates and frees shared memory.
+  for (int i = 0; i < 10000; ++i) numbers.push_back(i * rank_);  // NOLINT(performance-*)
   Check(lmdx_is_shared(numbers.data()) == 1, "the vector's elements are not in shared memory");
   for (int i = 0; i < 10000; ++i) Check(numbers[i] == i * rank_, "vector element");
   Barrier();
@@ -334,6 +337,7 @@ void OneFetch(int pages, int threads) {
     char* area = *pointer;
     std::atomic<int> ready{0};
     std::vector<std::thread> readers;
+    readers.reserve(static_cast<std::size_t>(threads));
     for (int t = 0; t < threads; ++t) {
       readers.emplace_back([&, t] {
         ready.fetch_add(1);
@@ -372,7 +376,7 @@ void Crash(const char* where) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int Run(int argc, char** argv) {
   lmdx_init_spmd(&argc, &argv);
   rank_ = lmdx_rank();
   size_ = lmdx_size();
@@ -404,4 +408,12 @@ int main(int argc, char** argv) {
   if (rank_ == 0) std::printf("verified: %s on %d nodes\n", scenario.c_str(), size_);
   lmdx_finalize();
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return Run(argc, argv);
+  } catch (const std::exception& error) {
+    Die(std::string("exception: ") + error.what());
+  }
 }
