@@ -1,0 +1,156 @@
+// User-level threads: many of them, yields, park and wake, join, and that a parked thread never
+// holds up the others of its worker.
+#include "threads/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+namespace lmdx::threads {
+namespace {
+
+TEST(SchedulerTest, TenThousandThreadsEachRunOnceAndAreJoined) {
+  Scheduler scheduler({.workers = 2, .stack_bytes = 64 * 1024});
+  constexpr int kThreads = 10000;
+  std::vector<int> ran(kThreads, 0);
+  std::vector<std::shared_ptr<UserThread>> threads;
+  threads.reserve(kThreads);
+  for (int i = 0; i < kThreads; ++i) {
+    threads.push_back(scheduler.Spawn([&ran, i] {
+      ran[i] += 1;
+      Scheduler::Yield();
+      ran[i] += 10;
+    }));
+  }
+  for (auto& thread : threads) thread->Join();
+  for (int i = 0; i < kThreads; ++i) ASSERT_EQ(ran[i], 11) << i;
+  EXPECT_EQ(scheduler.live(), 0u);
+}
+
+TEST(SchedulerTest, YieldInterleavesTheThreadsOfOneWorker) {
+  Scheduler scheduler({.workers = 1});
+  std::vector<int> order;
+  std::mutex mutex;
+  auto record = [&](int who) {
+    std::lock_guard lock(mutex);
+    order.push_back(who);
+  };
+  auto a = scheduler.Spawn([&] {
+    for (int i = 0; i < 3; ++i) {
+      record(0);
+      Scheduler::Yield();
+    }
+  });
+  auto b = scheduler.Spawn([&] {
+    for (int i = 0; i < 3; ++i) {
+      record(1);
+      Scheduler::Yield();
+    }
+  });
+  a->Join();
+  b->Join();
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 0, 1, 0, 1}));
+}
+
+TEST(SchedulerTest, AParkedThreadLetsTheOthersOfItsWorkerRun) {
+  Scheduler scheduler({.workers = 1});
+  std::atomic<UserThread*> sleeper{nullptr};
+  std::atomic<bool> woken{false};
+  auto parked = scheduler.Spawn([&] {
+    sleeper = Scheduler::Current();
+    while (!woken.load()) Scheduler::Park();
+  });
+  std::atomic<int> others{0};
+  std::vector<std::shared_ptr<UserThread>> busy;
+  for (int i = 0; i < 100; ++i) busy.push_back(scheduler.Spawn([&] { others.fetch_add(1); }));
+  for (auto& thread : busy) thread->Join();  // all ran on the only worker, beside the parked one
+  EXPECT_EQ(others.load(), 100);
+  EXPECT_FALSE(parked->finished());
+  while (sleeper.load() == nullptr) std::this_thread::yield();
+  woken = true;
+  Scheduler::Wake(sleeper.load());
+  parked->Join();
+  EXPECT_TRUE(parked->finished());
+}
+
+TEST(SchedulerTest, AWakeBeforeTheParkIsNotLost) {
+  Scheduler scheduler({.workers = 2});
+  for (int round = 0; round < 200; ++round) {
+    std::atomic<bool> ready{false};
+    std::atomic<UserThread*> self{nullptr};
+    auto thread = scheduler.Spawn([&] {
+      self = Scheduler::Current();
+      while (!ready.load()) {
+      }
+      Scheduler::Park();  // the wake already came: returns at once
+    });
+    while (self.load() == nullptr) std::this_thread::yield();
+    Scheduler::Wake(self.load());
+    ready = true;
+    thread->Join();
+  }
+}
+
+TEST(SchedulerTest, PingPongBetweenTwoUserThreadsOnTwoWorkers) {
+  Scheduler scheduler({.workers = 2});
+  constexpr int kRounds = 10000;
+  std::atomic<UserThread*> ping_thread{nullptr}, pong_thread{nullptr};
+  std::atomic<int> turn{0};  // even: ping's turn, odd: pong's
+  auto ping = scheduler.Spawn([&] {
+    ping_thread = Scheduler::Current();
+    while (pong_thread.load() == nullptr) Scheduler::Yield();
+    for (int i = 0; i < kRounds; ++i) {
+      while (turn.load() % 2 != 0) Scheduler::Park();
+      turn.fetch_add(1);
+      Scheduler::Wake(pong_thread.load());
+    }
+  });
+  auto pong = scheduler.Spawn([&] {
+    pong_thread = Scheduler::Current();
+    while (ping_thread.load() == nullptr) Scheduler::Yield();
+    for (int i = 0; i < kRounds; ++i) {
+      while (turn.load() % 2 != 1) Scheduler::Park();
+      turn.fetch_add(1);
+      Scheduler::Wake(ping_thread.load());
+    }
+  });
+  ping->Join();
+  pong->Join();
+  EXPECT_EQ(turn.load(), 2 * kRounds);
+}
+
+TEST(SchedulerTest, AUserThreadJoinsAnotherByParking) {
+  Scheduler scheduler({.workers = 1});
+  std::atomic<bool> release{false};
+  auto slow = scheduler.Spawn([&] {
+    while (!release.load()) Scheduler::Yield();
+  });
+  std::atomic<bool> joined{false};
+  auto joiner = scheduler.Spawn([&] {
+    slow->Join();
+    joined = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(joined.load());
+  release = true;
+  joiner->Join();
+  EXPECT_TRUE(joined.load());
+  EXPECT_TRUE(slow->finished());
+}
+
+TEST(SchedulerTest, AnExceptionEndsOnlyItsThread) {
+  Scheduler scheduler({.workers = 1});
+  auto failing = scheduler.Spawn([] { throw std::runtime_error("boom"); });
+  std::atomic<bool> other{false};
+  auto fine = scheduler.Spawn([&] { other = true; });
+  failing->Join();
+  fine->Join();
+  EXPECT_TRUE(failing->finished());
+  EXPECT_TRUE(other.load());
+}
+
+}  // namespace
+}  // namespace lmdx::threads

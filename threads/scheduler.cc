@@ -1,0 +1,248 @@
+#include "threads/scheduler.h"
+
+#include <boost/context/fiber.hpp>
+#include <boost/context/protected_fixedsize_stack.hpp>
+#include <exception>
+#include <string>
+
+#include "base/error.h"
+#include "base/log.h"
+
+namespace lmdx::threads {
+
+namespace context = boost::context;
+
+struct UserThread::Impl {
+  enum class State { kReady, kRunning, kParking, kParked };
+  // Why the thread last gave its worker back.
+  enum class Switch { kYield, kPark, kEnd };
+
+  Scheduler* scheduler = nullptr;
+  SchedulerWorker* worker = nullptr;
+  std::function<void()> body;
+  context::fiber fiber;   // the thread's own context while it does not run
+  context::fiber caller;  // its worker's context while it runs
+  Switch reason = Switch::kYield;
+
+  std::mutex state_mutex;
+  State state = State::kReady;
+  bool wake_pending = false;
+};
+
+struct SchedulerWorker {
+  std::thread thread;
+  std::mutex mutex;
+  std::condition_variable ready_changed;
+  std::deque<UserThread*> ready;
+  bool stopping = false;
+};
+
+namespace {
+
+thread_local UserThread* current_thread = nullptr;
+
+}  // namespace
+
+Scheduler::Scheduler(Options options) : options_(options) {
+  if (options_.workers < 1) {
+    throw Error(LMDX_ERR_INVALID_ARGUMENT, "a scheduler needs at least one worker thread");
+  }
+  for (int i = 0; i < options_.workers; ++i)
+    workers_.push_back(std::make_unique<SchedulerWorker>());
+  for (auto& worker : workers_) {
+    worker->thread = std::thread([this, raw = worker.get()] { RunWorker(*raw); });
+  }
+}
+
+Scheduler::~Scheduler() {
+  {
+    std::unique_lock lock(live_mutex_);
+    all_ended_.wait(lock, [this] { return live_.load(std::memory_order_acquire) == 0; });
+  }
+  for (auto& worker : workers_) {
+    {
+      std::lock_guard lock(worker->mutex);
+      worker->stopping = true;
+    }
+    worker->ready_changed.notify_all();
+  }
+  for (auto& worker : workers_) worker->thread.join();
+}
+
+std::shared_ptr<UserThread> Scheduler::Spawn(std::function<void()> body) {
+  auto thread = std::make_shared<UserThread>();
+  thread->impl_ = std::make_unique<UserThread::Impl>();
+  UserThread::Impl& impl = *thread->impl_;
+  impl.scheduler = this;
+  impl.worker =
+      workers_[next_worker_.fetch_add(1, std::memory_order_relaxed) % workers_.size()].get();
+  impl.body = std::move(body);
+  UserThread* raw = thread.get();
+  impl.fiber = context::fiber(
+      std::allocator_arg, context::protected_fixedsize_stack(options_.stack_bytes),
+      [raw](context::fiber&& caller) {
+        UserThread::Impl& self = *raw->impl_;
+        self.caller = std::move(caller);
+        try {
+          self.body();
+        } catch (const std::exception& error) {
+          LogLine(std::string("a user-level thread ended with an exception: ") + error.what());
+        } catch (...) {
+          LogLine("a user-level thread ended with an exception");
+        }
+        self.body = nullptr;
+        self.reason = UserThread::Impl::Switch::kEnd;
+        return std::move(self.caller);
+      });
+  live_.fetch_add(1, std::memory_order_acq_rel);
+  {
+    std::lock_guard lock(threads_mutex_);
+    threads_.emplace(raw, thread);
+  }
+  Enqueue(raw);
+  return thread;
+}
+
+void Scheduler::Enqueue(UserThread* thread) {
+  SchedulerWorker& worker = *thread->impl_->worker;
+  {
+    std::lock_guard lock(worker.mutex);
+    worker.ready.push_back(thread);
+  }
+  worker.ready_changed.notify_one();
+}
+
+void Scheduler::RunWorker(SchedulerWorker& worker) {
+  for (;;) {
+    UserThread* thread = nullptr;
+    {
+      std::unique_lock lock(worker.mutex);
+      worker.ready_changed.wait(lock, [&] { return worker.stopping || !worker.ready.empty(); });
+      if (worker.ready.empty()) return;
+      thread = worker.ready.front();
+      worker.ready.pop_front();
+    }
+    UserThread::Impl& impl = *thread->impl_;
+    {
+      std::lock_guard lock(impl.state_mutex);
+      impl.state = UserThread::Impl::State::kRunning;
+    }
+    current_thread = thread;
+    impl.fiber = std::move(impl.fiber).resume();
+    current_thread = nullptr;
+    switch (impl.reason) {
+      case UserThread::Impl::Switch::kYield: {
+        std::lock_guard lock(impl.state_mutex);
+        impl.state = UserThread::Impl::State::kReady;
+      }
+        Enqueue(thread);
+        break;
+      case UserThread::Impl::Switch::kPark: {
+        bool ready = false;
+        {
+          std::lock_guard lock(impl.state_mutex);
+          if (impl.wake_pending) {
+            impl.wake_pending = false;
+            impl.state = UserThread::Impl::State::kReady;
+            ready = true;
+          } else {
+            impl.state = UserThread::Impl::State::kParked;
+          }
+        }
+        if (ready) Enqueue(thread);
+        break;
+      }
+      case UserThread::Impl::Switch::kEnd: Finish(thread); break;
+    }
+  }
+}
+
+void Scheduler::Finish(UserThread* thread) {
+  Scheduler& scheduler = *thread->impl_->scheduler;
+  // Counted out first, so that whoever sees the thread finished also sees it gone from live().
+  // The scheduler cannot be destroyed under this: its destructor joins this worker first.
+  {
+    std::lock_guard lock(scheduler.live_mutex_);
+    scheduler.live_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+  scheduler.all_ended_.notify_all();
+  std::shared_ptr<UserThread> keep;  // the handle lives until this function is done with it
+  {
+    std::lock_guard lock(scheduler.threads_mutex_);
+    auto found = scheduler.threads_.find(thread);
+    if (found != scheduler.threads_.end()) {
+      keep = std::move(found->second);
+      scheduler.threads_.erase(found);
+    }
+  }
+  std::vector<UserThread*> joiners;
+  {
+    std::lock_guard lock(thread->join_mutex_);
+    thread->finished_.store(true, std::memory_order_release);
+    joiners.swap(thread->joiners_);
+  }
+  thread->join_changed_.notify_all();
+  for (UserThread* joiner : joiners) Wake(joiner);
+}
+
+UserThread* Scheduler::Current() { return current_thread; }
+
+void Scheduler::Yield() {
+  UserThread* thread = current_thread;
+  if (thread == nullptr) {
+    std::this_thread::yield();
+    return;
+  }
+  UserThread::Impl& impl = *thread->impl_;
+  impl.reason = UserThread::Impl::Switch::kYield;
+  impl.caller = std::move(impl.caller).resume();
+}
+
+void Scheduler::Park() {
+  UserThread* thread = current_thread;
+  if (thread == nullptr) {
+    throw Error(LMDX_ERR_INTERNAL, "Park called outside a user-level thread");
+  }
+  UserThread::Impl& impl = *thread->impl_;
+  {
+    std::lock_guard lock(impl.state_mutex);
+    if (impl.wake_pending) {
+      impl.wake_pending = false;
+      return;
+    }
+    impl.state = UserThread::Impl::State::kParking;
+  }
+  impl.reason = UserThread::Impl::Switch::kPark;
+  impl.caller = std::move(impl.caller).resume();
+}
+
+void Scheduler::Wake(UserThread* thread) {
+  UserThread::Impl& impl = *thread->impl_;
+  {
+    std::lock_guard lock(impl.state_mutex);
+    if (impl.state != UserThread::Impl::State::kParked) {
+      impl.wake_pending = true;  // it parks later, or is about to: the worker sees this
+      return;
+    }
+    impl.state = UserThread::Impl::State::kReady;
+  }
+  Enqueue(thread);
+}
+
+void UserThread::Join() {
+  UserThread* self = Scheduler::Current();
+  if (self == this) throw Error(LMDX_ERR_MISUSE, "a thread cannot join itself");
+  if (self == nullptr) {
+    std::unique_lock lock(join_mutex_);
+    join_changed_.wait(lock, [this] { return finished(); });
+    return;
+  }
+  {
+    std::lock_guard lock(join_mutex_);
+    if (finished()) return;
+    joiners_.push_back(self);
+  }
+  while (!finished()) Scheduler::Park();
+}
+
+}  // namespace lmdx::threads

@@ -1,0 +1,94 @@
+// User-level threads of one node (blueprint section 8): fibers from Boost.Context run by a small
+// pool of worker OS threads. A user-level thread that waits in the runtime parks, and its worker
+// runs another ready one; thousands of them cost a stack each and nothing while parked.
+//
+// Each user-level thread stays on the worker that first ran it. Moving a fiber between OS
+// threads would let code that cached the address of a thread_local (errno, the runtime's own)
+// read another thread's; the price is no load balancing between workers.
+#ifndef LMDX_THREADS_SCHEDULER_H_
+#define LMDX_THREADS_SCHEDULER_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace lmdx::threads {
+
+class Scheduler;
+struct SchedulerWorker;  // one worker OS thread and its ready queue (scheduler.cc)
+
+// One user-level thread. Handles stay valid after it ends (for join).
+class UserThread {
+ public:
+  // True once its body has returned (or thrown: the exception is reported and the thread ends).
+  bool finished() const { return finished_.load(std::memory_order_acquire); }
+  // Blocks the caller (parks it when the caller is a user-level thread) until this one ends.
+  void Join();
+
+ private:
+  friend class Scheduler;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::atomic<bool> finished_{false};
+  std::mutex join_mutex_;
+  std::condition_variable join_changed_;
+  std::vector<UserThread*> joiners_;  // user-level threads parked in Join
+};
+
+class Scheduler {
+ public:
+  struct Options {
+    int workers = 2;                       // worker OS threads
+    std::size_t stack_bytes = 128 * 1024;  // per user-level thread, with a guard page below
+  };
+
+  explicit Scheduler(Options options);
+  // Waits for every user-level thread to end, then stops the workers.
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Starts body on a new user-level thread. Any thread may call it.
+  std::shared_ptr<UserThread> Spawn(std::function<void()> body);
+
+  // The user-level thread running on the calling OS thread, or nullptr on any other thread.
+  static UserThread* Current();
+  // From a user-level thread: lets the other ready threads of its worker run first.
+  static void Yield();
+  // From a user-level thread: sleeps until Wake(it). A Wake that comes first is remembered, so a
+  // waiter that checks a condition, then parks, never misses the wake between the two.
+  static void Park();
+  // Makes a parked user-level thread ready again (or remembers the wake). Any thread may call it.
+  static void Wake(UserThread* thread);
+
+  // User-level threads started and not yet ended.
+  std::size_t live() const { return live_.load(std::memory_order_acquire); }
+  int workers() const { return static_cast<int>(workers_.size()); }
+
+ private:
+  friend class UserThread;
+  void RunWorker(struct SchedulerWorker& worker);
+  static void Enqueue(UserThread* thread);
+  static void Finish(UserThread* thread);
+
+  Options options_;
+  std::vector<std::unique_ptr<SchedulerWorker>> workers_;
+  std::atomic<std::size_t> next_worker_{0};
+  std::atomic<std::size_t> live_{0};
+  std::mutex live_mutex_;
+  std::condition_variable all_ended_;
+  // Every thread spawned, kept alive until it ends and the scheduler lets go of it.
+  std::mutex threads_mutex_;
+  std::unordered_map<UserThread*, std::shared_ptr<UserThread>> threads_;
+};
+
+}  // namespace lmdx::threads
+
+#endif  // LMDX_THREADS_SCHEDULER_H_
