@@ -74,6 +74,8 @@ const char* lmdx_strerror(int code) {
     case LMDX_ERR_MISUSE: return "an LMDX object was used against its rules";
     case LMDX_ERR_CONFIG: return "the LMDX configuration is invalid";
     case LMDX_ERR_NO_MEMORY: return "out of shared memory";
+    case LMDX_ERR_BAD_MESSAGE:
+      return "a typed message is of another type than its port or does not parse";
     default: return "unknown LMDX error code";
   }
 }

@@ -1,6 +1,7 @@
-// Raw messages: lmdx_send, lmdx_recv, lmdx_try_recv.
+// Raw messages: lmdx_send, lmdx_recv, lmdx_try_recv and their tagged forms with network hints.
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "api/internal/runtime_state.h"
 #include "dsm/service.h"
@@ -17,10 +18,57 @@ void CheckRank(const net::Node& node, int rank, bool any_allowed, const char* wh
   }
 }
 
-int Receive(const char* call, int source, void* buffer, std::size_t capacity, lmdx_status* status,
-            bool wait) {
+void CheckTag(int tag, bool any_allowed) {
+  if (tag >= 0 || (any_allowed && tag == LMDX_ANY_TAG)) return;
+  throw Error(LMDX_ERR_INVALID_ARGUMENT,
+              "tag " + std::to_string(tag) + " is negative" +
+                  (any_allowed ? " (LMDX_ANY_TAG, -1, takes any tag)" : std::string()));
+}
+
+// The network an lmdx_net_hint names; empty for LMDX_NET_ANY.
+std::string_view HintedNetwork(int hint) {
+  switch (hint) {
+    case LMDX_NET_ANY: return {};
+    case LMDX_NET_TCP: return "tcp";
+    case LMDX_NET_UDP: return "udp";
+    case LMDX_NET_SHM: return "shm";
+    case LMDX_NET_FABRIC: return "fabric";
+    default:
+      throw Error(LMDX_ERR_INVALID_ARGUMENT,
+                  "network hint " + std::to_string(hint) +
+                      " is none of LMDX_NET_ANY, _TCP, _UDP, _SHM, _FABRIC (0 to 4)");
+  }
+}
+
+int Send(const char* call, int dest, int tag, const void* buffer, std::size_t length, int hint) {
+  net::Node& node = RequireNode(call);
+  CheckRank(node, dest, /*any_allowed=*/false, "destination");
+  CheckTag(tag, /*any_allowed=*/false);
+  std::string_view network = HintedNetwork(hint);
+  if (buffer == nullptr && length > 0) {
+    throw Error(LMDX_ERR_INVALID_ARGUMENT,
+                "the buffer is NULL but its length is " + std::to_string(length));
+  }
+  // The transports read the buffer without faulting pages in: a shared buffer is copied out
+  // through the protocol first.
+  dsm::Service* dsm = dsm::Current();
+  if (dsm != nullptr && length > 0 && dsm->Contains(buffer)) {
+    auto copy = std::make_shared_for_overwrite<std::byte[]>(length);
+    dsm->Get(copy.get(), buffer, length);
+    node.SendRaw(dest, tag,
+                 net::Payload{copy.get(), length, std::shared_ptr<const void>(copy, copy.get())},
+                 network);
+    return LMDX_OK;
+  }
+  node.SendRaw(dest, tag, net::Payload{buffer, length, nullptr}, network);
+  return LMDX_OK;
+}
+
+int Receive(const char* call, int source, int tag, void* buffer, std::size_t capacity,
+            lmdx_status* status, bool wait) {
   net::Node& node = RequireNode(call);
   CheckRank(node, source, /*any_allowed=*/true, "source");
+  CheckTag(tag, /*any_allowed=*/true);
   if (buffer == nullptr && capacity > 0) {
     throw Error(LMDX_ERR_INVALID_ARGUMENT,
                 "the buffer is NULL but its capacity is " + std::to_string(capacity));
@@ -32,12 +80,13 @@ int Receive(const char* call, int source, void* buffer, std::size_t capacity, lm
   std::unique_ptr<std::byte[]> staging;
   if (shared) staging = std::make_unique_for_overwrite<std::byte[]>(capacity);
   net::Mailbox::Result result =
-      node.mailbox().Receive(source, shared ? staging.get() : buffer, capacity, wait);
+      node.mailbox().Receive(source, tag, shared ? staging.get() : buffer, capacity, wait);
   if (shared && result.code == LMDX_OK) dsm->Put(buffer, staging.get(), result.length);
   if (result.code < 0) throw Error(static_cast<lmdx_error>(result.code), result.error);
   if (result.code == LMDX_OK && status != nullptr) {
     status->source = result.source;
     status->length = result.length;
+    status->tag = result.tag;
   }
   return result.code;
 }
@@ -45,41 +94,43 @@ int Receive(const char* call, int source, void* buffer, std::size_t capacity, lm
 }  // namespace
 }  // namespace lmdx::api
 
+using lmdx::api::Guard;
+
 extern "C" {
 
 int lmdx_send(int dest, const void* buf, size_t len) {
-  return lmdx::api::Guard("lmdx_send", [&] {
-    using namespace lmdx::api;
-    lmdx::net::Node& node = RequireNode("lmdx_send");
-    CheckRank(node, dest, /*any_allowed=*/false, "destination");
-    if (buf == nullptr && len > 0) {
-      throw lmdx::Error(LMDX_ERR_INVALID_ARGUMENT,
-                        "the buffer is NULL but its length is " + std::to_string(len));
-    }
-    // The transports read the buffer without faulting pages in: a shared buffer is copied out
-    // through the protocol first.
-    lmdx::dsm::Service* dsm = lmdx::dsm::Current();
-    if (dsm != nullptr && len > 0 && dsm->Contains(buf)) {
-      auto copy = std::make_shared_for_overwrite<std::byte[]>(len);
-      dsm->Get(copy.get(), buf, len);
-      node.Send(dest, lmdx::net::MessageType::kRaw, {},
-                lmdx::net::Payload{copy.get(), len, std::shared_ptr<const void>(copy, copy.get())});
-      return LMDX_OK;
-    }
-    node.Send(dest, lmdx::net::MessageType::kRaw, {}, lmdx::net::Payload{buf, len, nullptr});
-    return LMDX_OK;
-  });
+  return Guard("lmdx_send",
+               [&] { return lmdx::api::Send("lmdx_send", dest, 0, buf, len, LMDX_NET_ANY); });
+}
+
+int lmdx_send_tagged(int dest, int tag, const void* buf, size_t len, int net_hint) {
+  return Guard("lmdx_send_tagged",
+               [&] { return lmdx::api::Send("lmdx_send_tagged", dest, tag, buf, len, net_hint); });
 }
 
 int lmdx_recv(int src, void* buf, size_t cap, lmdx_status* status) {
-  return lmdx::api::Guard("lmdx_recv", [&] {
-    return lmdx::api::Receive("lmdx_recv", src, buf, cap, status, /*wait=*/true);
+  return Guard("lmdx_recv", [&] {
+    return lmdx::api::Receive("lmdx_recv", src, LMDX_ANY_TAG, buf, cap, status, /*wait=*/true);
   });
 }
 
 int lmdx_try_recv(int src, void* buf, size_t cap, lmdx_status* status) {
-  return lmdx::api::Guard("lmdx_try_recv", [&] {
-    return lmdx::api::Receive("lmdx_try_recv", src, buf, cap, status, /*wait=*/false);
+  return Guard("lmdx_try_recv", [&] {
+    return lmdx::api::Receive("lmdx_try_recv", src, LMDX_ANY_TAG, buf, cap, status,
+                              /*wait=*/false);
+  });
+}
+
+int lmdx_recv_tagged(int src, int tag, void* buf, size_t cap, lmdx_status* status) {
+  return Guard("lmdx_recv_tagged", [&] {
+    return lmdx::api::Receive("lmdx_recv_tagged", src, tag, buf, cap, status, /*wait=*/true);
+  });
+}
+
+int lmdx_try_recv_tagged(int src, int tag, void* buf, size_t cap, lmdx_status* status) {
+  return Guard("lmdx_try_recv_tagged", [&] {
+    return lmdx::api::Receive("lmdx_try_recv_tagged", src, tag, buf, cap, status,
+                              /*wait=*/false);
   });
 }
 

@@ -24,12 +24,16 @@ struct Runtime {
   // A program started without a launcher hosts its own rendezvous and runs as a one-node job.
   std::unique_ptr<net::RendezvousServer> own_rendezvous;
   std::unique_ptr<net::Node> node;
+  // Created before the node joins (its handler is in place before any peer can send); outlives
+  // the node, whose handler refers to it.
+  std::unique_ptr<net::Ports> ports;
   Style style = Style::kSpmd;
 };
 
 std::mutex runtime_mutex;
 Runtime runtime;
 std::atomic<net::Node*> current_node{nullptr};
+std::atomic<net::Ports*> current_ports{nullptr};
 bool ever_initialized = false;
 
 net::BootstrapInfo SingletonBootstrap() {
@@ -74,6 +78,8 @@ dsm::Options DsmOptions(const config::Settings& settings) {
 
 // Every layer's part of a node, in place before the node joins the job.
 void AttachLayers(net::Node& node) {
+  runtime.ports = std::make_unique<net::Ports>(node);
+  runtime.ports->RegisterHandlers();
   sync::Attach(node);
   dsm::Attach(node, DsmOptions(config::CurrentSettings()));
   dsm::Current()->SetFatalHandler([](const std::string& message) { ExitAfterPeerLoss(message); });
@@ -104,9 +110,11 @@ void EndJobAtExit(int status, void*) {
   if (!runtime.node) return;
   ReportStatsIfAsked();
   current_node.store(nullptr);
+  current_ports.store(nullptr);
   runtime.node->EndJob(status);
   dsm::Detach();
   runtime.node.reset();
+  runtime.ports.reset();
   runtime.own_rendezvous.reset();
 }
 
@@ -123,6 +131,7 @@ int Init(const char* call, Style style) {
     runtime.style = style;
     runtime.node = std::make_unique<net::Node>(info, AttachLayers);
     runtime.node->SetPeerLostHook(OnPeerLost);
+    current_ports.store(runtime.ports.get());
     current_node.store(runtime.node.get());
   }
   net::Node& node = *current_node.load();
@@ -144,6 +153,8 @@ int Init(const char* call, Style style) {
 }  // namespace
 
 net::Node* CurrentNode() { return current_node.load(std::memory_order_acquire); }
+
+net::Ports* CurrentPorts() { return current_ports.load(std::memory_order_acquire); }
 
 net::Node& RequireNode(const char* call) {
   net::Node* node = CurrentNode();
@@ -187,6 +198,7 @@ int lmdx_finalize(void) {
     }
     std::lock_guard lock(runtime_mutex);
     current_node.store(nullptr);
+    current_ports.store(nullptr);
     if (runtime.style == Style::kThreads) {
       node.EndJob(0);
     } else {
@@ -194,6 +206,7 @@ int lmdx_finalize(void) {
     }
     lmdx::dsm::Detach();
     runtime.node.reset();
+    runtime.ports.reset();
     runtime.own_rendezvous.reset();
     return LMDX_OK;
   });

@@ -460,6 +460,7 @@ wire::NodeStats Service::LocalStats() const {
   }
   stats.set_messages_sent(frames);
   stats.set_bytes_sent(bytes);
+  stats.set_network_hint_fallbacks(node_.hint_fallbacks());
   return stats;
 }
 

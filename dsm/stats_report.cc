@@ -45,6 +45,12 @@ std::string FormatStatsTable(const wire::JobStats& job) {
     }
     out += "\n";
   }
+  std::string fallbacks;
+  for (const auto& node : job.nodes()) {
+    if (node.network_hint_fallbacks() == 0) continue;
+    fallbacks += Line(" r%d:%lu", node.rank(), node.network_hint_fallbacks());
+  }
+  if (!fallbacks.empty()) out += "network hints that fell back (per rank)" + fallbacks + "\n";
   return out;
 }
 

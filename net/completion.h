@@ -46,10 +46,15 @@ class Completion {
     std::unique_lock lock(mutex_);
     ready_.wait(lock, [this] { return done(); });
   }
-  // False when the time ran out first.
+  // False when the time ran out first. Polls the network briefly first, as Wait does.
   bool WaitFor(std::chrono::milliseconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    if (!done()) {
+      CompletionDriver* driver = driver_.load(std::memory_order_acquire);
+      if (driver != nullptr) driver->DriveBriefly(*this);
+    }
     std::unique_lock lock(mutex_);
-    return ready_.wait_for(lock, timeout, [this] { return done(); });
+    return ready_.wait_until(lock, deadline, [this] { return done(); });
   }
   bool done() const { return done_.load(std::memory_order_acquire); }
 

@@ -2,80 +2,151 @@
 
 #include <cstring>
 
+#include "base/log.h"
+
 namespace lmdx::net {
 
-Mailbox::Result Mailbox::Truncated(int source, std::size_t length, std::size_t capacity) {
+std::string RawBody::Encode() const {
+  std::string body(kSize, '\0');
+  auto tag_bits = static_cast<std::uint32_t>(tag);
+  for (std::size_t i = 0; i < 4; ++i) body[i] = static_cast<char>(tag_bits >> (8 * i));
+  for (std::size_t i = 0; i < 8; ++i) body[4 + i] = static_cast<char>(sequence >> (8 * i));
+  return body;
+}
+
+std::optional<RawBody> RawBody::Decode(const std::string& body) {
+  if (body.size() != kSize) return std::nullopt;
+  auto byte = [&body](std::size_t i) { return static_cast<std::uint8_t>(body[i]); };
+  std::uint32_t tag_bits = 0;
+  for (std::size_t i = 0; i < 4; ++i) tag_bits |= std::uint32_t{byte(i)} << (8 * i);
+  RawBody raw;
+  raw.tag = static_cast<std::int32_t>(tag_bits);
+  for (std::size_t i = 0; i < 8; ++i) raw.sequence |= std::uint64_t{byte(4 + i)} << (8 * i);
+  return raw;
+}
+
+Mailbox::Result Mailbox::Truncated(int source, int tag, std::size_t length, std::size_t capacity) {
   Result result;
   result.code = LMDX_ERR_TRUNCATED;
   result.source = source;
+  result.tag = tag;
   result.length = length;
-  result.error = "the message from rank " + std::to_string(source) + " is " +
-                 std::to_string(length) + " bytes, longer than the receive buffer of " +
-                 std::to_string(capacity) + " bytes; it stays queued";
+  result.error = "the message from rank " + std::to_string(source) + " (tag " +
+                 std::to_string(tag) + ") is " + std::to_string(length) +
+                 " bytes, longer than the receive buffer of " + std::to_string(capacity) +
+                 " bytes; it stays queued";
   return result;
 }
 
-Mailbox::Result Mailbox::Receive(int source, void* buffer, std::size_t capacity, bool wait) {
-  Posted posted(source, static_cast<std::uint8_t*>(buffer), capacity);
+Mailbox::SourceOrder& Mailbox::OrderOf(int source) {
+  auto index = static_cast<std::size_t>(source);
+  if (index >= sources_.size()) sources_.resize(index + 1);
+  return sources_[index];
+}
+
+Mailbox::Result Mailbox::Receive(int source, int tag, void* buffer, std::size_t capacity,
+                                 bool wait) {
+  Posted posted(source, tag, static_cast<std::uint8_t*>(buffer), capacity);
   {
     std::lock_guard lock(mutex_);
     for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
-      int from = it->header.source;
-      if (source != LMDX_ANY_SOURCE && source != from) continue;
-      std::size_t length = static_cast<std::size_t>(it->header.payload_length);
-      if (length > capacity) return Truncated(from, length, capacity);
-      if (length > 0) std::memcpy(buffer, it->payload, length);
+      int from = it->message.header.source;
+      if (!Matches(source, tag, from, it->tag)) continue;
+      std::size_t length = static_cast<std::size_t>(it->message.header.payload_length);
+      if (length > capacity) return Truncated(from, it->tag, length, capacity);
+      if (length > 0) std::memcpy(buffer, it->message.payload, length);
+      Result result{LMDX_OK, from, it->tag, length, {}};
       unexpected_.erase(it);
-      return Result{LMDX_OK, from, length, {}};
+      return result;
     }
-    if (!wait) return Result{1, -1, 0, {}};
+    if (!wait) return Result{1, -1, -1, 0, {}};
     posted_.push_back(&posted);
   }
   posted.done.Wait();
   return posted.result;
 }
 
-std::uint8_t* Mailbox::Place(int source, std::uint64_t length) {
+std::uint8_t* Mailbox::Place(const FrameHeader& header, const std::string& body) {
+  std::optional<RawBody> raw = RawBody::Decode(body);
+  if (!raw || header.source < 0) return nullptr;
   std::lock_guard lock(mutex_);
+  // A message that overtook an earlier one of its source (it came over another network) waits in
+  // a buffer of its own until the earlier one has been matched.
+  if (OrderOf(header.source).next != raw->sequence) return nullptr;
   for (Posted* posted : posted_) {
-    if (posted->claimed || !Matches(*posted, source)) continue;
+    if (posted->claimed || !Matches(posted->source, posted->tag, header.source, raw->tag)) {
+      continue;
+    }
     // The first matching receive is this message's; if it is too small, the message is queued
     // and Deliver reports the truncation.
-    if (length > posted->capacity) return nullptr;
+    if (header.payload_length > posted->capacity) return nullptr;
     posted->claimed = true;
-    posted->claimed_by = source;
+    posted->claimed_by = header.source;
     return posted->buffer;
   }
   return nullptr;
 }
 
-void Mailbox::Deliver(InboundMessage message) {
-  int source = message.header.source;
-  std::size_t length = static_cast<std::size_t>(message.header.payload_length);
-  std::lock_guard lock(mutex_);
+// Callers hold mutex_; queued is the next message of its source.
+void Mailbox::DeliverInOrder(Queued queued) {
+  int source = queued.message.header.source;
+  std::size_t length = static_cast<std::size_t>(queued.message.header.payload_length);
   for (auto it = posted_.begin(); it != posted_.end(); ++it) {
     Posted* posted = *it;
-    if (message.payload_placed) {
-      if (!posted->claimed || posted->buffer != message.payload) continue;
-    } else if (posted->claimed || !Matches(*posted, source)) {
-      continue;
-    }
-    if (!message.payload_placed) {
-      if (length > posted->capacity) {
-        posted->result = Truncated(source, length, posted->capacity);
-        unexpected_.push_back(std::move(message));
-      } else {
-        if (length > 0) std::memcpy(posted->buffer, message.payload, length);
-        posted->result = Result{LMDX_OK, source, length, {}};
-      }
+    if (posted->claimed || !Matches(posted->source, posted->tag, source, queued.tag)) continue;
+    if (length > posted->capacity) {
+      posted->result = Truncated(source, queued.tag, length, posted->capacity);
+      unexpected_.push_back(std::move(queued));
     } else {
-      posted->result = Result{LMDX_OK, source, length, {}};
+      if (length > 0) std::memcpy(posted->buffer, queued.message.payload, length);
+      posted->result = Result{LMDX_OK, source, queued.tag, length, {}};
     }
     posted_.erase(it);
     posted->done.Signal();
     return;
   }
-  unexpected_.push_back(std::move(message));
+  unexpected_.push_back(std::move(queued));
+}
+
+void Mailbox::Deliver(InboundMessage message) {
+  int source = message.header.source;
+  std::optional<RawBody> raw = RawBody::Decode(message.body);
+  if (!raw || source < 0) {
+    LogLine("a raw message from rank " + std::to_string(source) + " has a body of " +
+            std::to_string(message.body.size()) + " bytes instead of " +
+            std::to_string(RawBody::kSize) + "; dropped");
+    return;
+  }
+  std::lock_guard lock(mutex_);
+  SourceOrder& order = OrderOf(source);
+  if (message.payload_placed) {
+    // Place gave this message a posted receive's buffer: that receive is complete.
+    for (auto it = posted_.begin(); it != posted_.end(); ++it) {
+      Posted* posted = *it;
+      if (!posted->claimed || posted->buffer != message.payload) continue;
+      posted->result = Result{
+          LMDX_OK, source, raw->tag, static_cast<std::size_t>(message.header.payload_length), {}};
+      posted_.erase(it);
+      posted->done.Signal();
+      break;
+    }
+  } else if (raw->sequence != order.next) {
+    if (raw->sequence < order.next) {
+      LogLine("a raw message from rank " + std::to_string(source) + " repeats number " +
+              std::to_string(raw->sequence) + "; dropped");
+      return;
+    }
+    order.early.emplace(raw->sequence, Queued{std::move(message), raw->tag});
+    return;
+  } else {
+    DeliverInOrder(Queued{std::move(message), raw->tag});
+  }
+  ++order.next;
+  while (!order.early.empty() && order.early.begin()->first == order.next) {
+    auto early = order.early.extract(order.early.begin());
+    DeliverInOrder(std::move(early.mapped()));
+    ++order.next;
+  }
 }
 
 void Mailbox::FailSource(int source, const std::string& why) {

@@ -5,8 +5,11 @@
 #include <cstdint>
 #include <deque>
 #include <list>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <lmdx/lmdx.h>
 
@@ -15,25 +18,43 @@
 
 namespace lmdx::net {
 
+// The body of a raw (kRaw) frame: 12 bytes, little-endian, the tag (int32) and the frame's number
+// among the raw frames from its source to its destination (uint64, from 0). The number lets the
+// receiver keep the order of a pair's messages when network hints send them over different
+// networks. Fixed bytes rather than a protobuf: it is on every raw message's latency path.
+struct RawBody {
+  static constexpr std::size_t kSize = 12;
+  std::int32_t tag = 0;
+  std::uint64_t sequence = 0;
+
+  std::string Encode() const;
+  // nullopt when body is not kSize bytes.
+  static std::optional<RawBody> Decode(const std::string& body);
+};
+
 // Raw messages (lmdx_send/lmdx_recv) waiting for their receivers, and receivers waiting for
 // their messages. A receive posted before its message arrives gets the payload read straight
 // from the socket into the user's buffer, so a large message is never copied on the way in.
-// Messages from one source are received in the order they were sent.
+// Messages from one source are matched in the order they were sent (by their sequence number,
+// whichever network carried them); a receive takes the first message that matches its source and
+// tag.
 class Mailbox {
  public:
   struct Result {
     int code = LMDX_OK;  // LMDX_OK, LMDX_ERR_TRUNCATED, LMDX_ERR_PEER_LOST, or 1: nothing waiting
     int source = -1;
+    int tag = -1;
     std::size_t length = 0;
     std::string error;  // the full text when code < 0
   };
 
-  // Application threads. wait=false returns code 1 at once when nothing matches.
-  Result Receive(int source, void* buffer, std::size_t capacity, bool wait);
+  // Application threads. source may be LMDX_ANY_SOURCE, tag LMDX_ANY_TAG. wait=false returns
+  // code 1 at once when nothing matches.
+  Result Receive(int source, int tag, void* buffer, std::size_t capacity, bool wait);
 
-  // Progress thread: where the payload of a raw message from source should go (a posted
-  // receive's buffer), or nullptr.
-  std::uint8_t* Place(int source, std::uint64_t length);
+  // Progress thread: where the payload of this raw frame should go (a posted receive's buffer),
+  // or nullptr. A frame that overtook an earlier one of its source is never placed.
+  std::uint8_t* Place(const FrameHeader& header, const std::string& body);
   // Progress thread: a whole raw message arrived (its payload placed or not).
   void Deliver(InboundMessage message);
   // A source vanished: receives waiting for it alone, or filling from it, fail.
@@ -41,9 +62,10 @@ class Mailbox {
 
  private:
   struct Posted {
-    Posted(int source, std::uint8_t* buffer, std::size_t capacity)
-        : source(source), buffer(buffer), capacity(capacity) {}
+    Posted(int source, int tag, std::uint8_t* buffer, std::size_t capacity)
+        : source(source), tag(tag), buffer(buffer), capacity(capacity) {}
     int source;
+    int tag;
     std::uint8_t* buffer;
     std::size_t capacity;
     bool claimed = false;  // a message is being read into buffer
@@ -51,14 +73,27 @@ class Mailbox {
     Result result;
     Completion done;
   };
-  bool Matches(const Posted& posted, int source) const {
-    return posted.source == LMDX_ANY_SOURCE || posted.source == source;
+  struct Queued {
+    InboundMessage message;
+    int tag;
+  };
+  // Per source: the sequence number of the next message to match, and those that came early.
+  struct SourceOrder {
+    std::uint64_t next = 0;
+    std::map<std::uint64_t, Queued> early;
+  };
+  static bool Matches(int want_source, int want_tag, int source, int tag) {
+    return (want_source == LMDX_ANY_SOURCE || want_source == source) &&
+           (want_tag == LMDX_ANY_TAG || want_tag == tag);
   }
-  static Result Truncated(int source, std::size_t length, std::size_t capacity);
+  static Result Truncated(int source, int tag, std::size_t length, std::size_t capacity);
+  SourceOrder& OrderOf(int source);    // callers hold mutex_
+  void DeliverInOrder(Queued queued);  // callers hold mutex_
 
   std::mutex mutex_;
-  std::deque<InboundMessage> unexpected_;
-  std::list<Posted*> posted_;  // in posting order
+  std::deque<Queued> unexpected_;
+  std::list<Posted*> posted_;         // in posting order
+  std::vector<SourceOrder> sources_;  // by rank, grown on demand
 };
 
 }  // namespace lmdx::net

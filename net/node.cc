@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -28,6 +29,14 @@ std::string HostName() {
 }
 
 std::string Rank(int rank) { return "rank " + std::to_string(rank); }
+
+// The index of network in kNetworkPreference, or -1.
+int NetworkIndex(std::string_view network) {
+  for (std::size_t i = 0; i < kNetworkPreference.size(); ++i) {
+    if (kNetworkPreference[i] == network) return static_cast<int>(i);
+  }
+  return -1;
+}
 
 // Passes every call on to the node, counting the frames each source delivered over one network.
 class CountingHost : public TransportHost {
@@ -58,7 +67,10 @@ class CountingHost : public TransportHost {
 }  // namespace
 
 Node::Node(const BootstrapInfo& info, const Setup& before_join)
-    : info_(info), lost_(static_cast<std::size_t>(info.size)) {
+    : info_(info),
+      raw_sequence_(std::make_unique<std::atomic<std::uint64_t>[]>(
+          static_cast<std::size_t>(std::max(info.size, 1)))),
+      lost_(static_cast<std::size_t>(info.size)) {
   SetLogRank(info_.rank);
   engine_.Start();
   Completion::SetDriver(&engine_);
@@ -109,6 +121,7 @@ void Node::StartTransports() {
 // forced when the pair shares it. Both nodes of a pair reach the same answer from the same table.
 void Node::ChooseNetworks() {
   route_.assign(static_cast<std::size_t>(info_.size), nullptr);
+  shared_routes_.assign(static_cast<std::size_t>(info_.size), {});
   bool all_polled = info_.size > 1;
   for (int peer = 0; peer < info_.size; ++peer) {
     if (peer == info_.rank) continue;
@@ -127,18 +140,30 @@ void Node::ChooseNetworks() {
       throw Error(LMDX_ERR_NETWORK, "this node shares no network with " + Rank(peer));
     }
     all_polled &= choice.network == "shm";
+    // A frame may take another network the pair shares when its sender asks (a network hint):
+    // the node keeps that network's connection to the peer beside the pair's own.
+    for (const std::string& name :
+         SharedNetworks(job_table_.nodes(info_.rank), job_table_.nodes(peer))) {
+      for (const Network& network : networks_) {
+        if (name != network.transport->name()) continue;
+        shared_routes_[static_cast<std::size_t>(peer)]
+                      [static_cast<std::size_t>(NetworkIndex(name))] = network.transport.get();
+      }
+    }
   }
   // With every peer on rings, a waiting thread polls the rings alone, with no system call.
   engine_.SetDrivePollersOnly(all_polled);
-  std::vector<std::pair<int, OutgoingMessage>> early;
+  std::vector<EarlyFrame> early;
   {
     std::lock_guard lock(early_mutex_);
     routes_ready_.store(true, std::memory_order_release);
     early.swap(early_frames_);
   }
-  for (auto& [dest, message] : early) {
-    route_[static_cast<std::size_t>(dest)]->Send(dest, std::move(message),
-                                                 /*may_block=*/!engine_.InDispatch());
+  for (EarlyFrame& frame : early) {
+    Transport* transport = frame.network == kPairNetwork
+                               ? route_[static_cast<std::size_t>(frame.dest)]
+                               : HintedRoute(frame.dest, frame.network);
+    transport->Send(frame.dest, std::move(frame.message), /*may_block=*/!engine_.InDispatch());
   }
   const char* show = std::getenv("LMDX_SHOW_TRANSPORTS");
   if (info_.rank == 0 && show != nullptr && std::string(show) == "1") {
@@ -164,6 +189,8 @@ std::string Node::TrafficSummary() const {
               std::to_string(counts[rank]) + ";";
     }
   }
+  std::uint64_t fell_back = hint_fallbacks();
+  if (fell_back > 0) text += " network hints that fell back: " + std::to_string(fell_back) + ";";
   return text;
 }
 
@@ -339,9 +366,62 @@ void Node::Send(int dest, MessageType type, std::string body, Payload payload) {
   message.header.type = type;
   message.body = std::move(body);
   message.payload = std::move(payload);
+  SendBlocking(dest, std::move(message), kPairNetwork);
+}
+
+void Node::SendRaw(int dest, std::int32_t tag, Payload payload, std::string_view network) {
+  if (dest < 0 || dest >= info_.size) {
+    throw Error(LMDX_ERR_INVALID_ARGUMENT, "there is no rank " + std::to_string(dest) +
+                                               " in a job of " + std::to_string(info_.size));
+  }
+  int index = kPairNetwork;
+  if (!network.empty() && dest != info_.rank) {
+    index = NetworkIndex(network);
+    if (index < 0) {
+      throw Error(LMDX_ERR_INVALID_ARGUMENT,
+                  "there is no network called \"" + std::string(network) + "\"");
+    }
+  }
+  OutgoingMessage message;
+  message.header.type = MessageType::kRaw;
+  RawBody raw;
+  raw.tag = tag;
+  raw.sequence =
+      raw_sequence_[static_cast<std::size_t>(dest)].fetch_add(1, std::memory_order_relaxed);
+  message.body = raw.Encode();
+  message.payload = std::move(payload);
+  SendBlocking(dest, std::move(message), index);
+}
+
+void Node::SendAsync(int dest, MessageType type, std::string body, Payload payload,
+                     std::function<void(bool)> on_sent) {
+  OutgoingMessage message;
+  message.header.type = type;
+  message.body = std::move(body);
+  message.payload = std::move(payload);
+  message.on_sent = std::move(on_sent);
+  SendFrame(dest, std::move(message), kPairNetwork, /*may_block=*/false);
+}
+
+// A hint for a network the pair does not share falls back to the pair's own, counted.
+Transport* Node::HintedRoute(int dest, int network) {
+  auto peer = static_cast<std::size_t>(dest);
+  Transport* hinted = shared_routes_[peer][static_cast<std::size_t>(network)];
+  if (hinted != nullptr) return hinted;
+  hint_fallbacks_.fetch_add(1, std::memory_order_relaxed);
+  if (DebugEnabled()) {
+    DebugLine(std::string(kNetworkPreference[static_cast<std::size_t>(network)]) +
+              " was hinted for a message to " + Rank(dest) + ", which does not share it; it took " +
+              route_[peer]->name());
+  }
+  return route_[peer];
+}
+
+// Sends message; a borrowed payload is the caller's memory: returns once the kernel has it.
+void Node::SendBlocking(int dest, OutgoingMessage message, int network) {
   bool borrowed = message.payload.size > 0 && !message.payload.owner;
   if (!borrowed || dest == info_.rank) {
-    SendFrame(dest, std::move(message));
+    SendFrame(dest, std::move(message), network);
     return;
   }
   if (engine_.InDispatch()) {
@@ -354,12 +434,12 @@ void Node::Send(int dest, MessageType type, std::string body, Payload payload) {
     ok = result;
     sent.Signal();
   };
-  SendFrame(dest, std::move(message));
+  SendFrame(dest, std::move(message), network);
   sent.Wait();
   if (!ok) throw Error(LMDX_ERR_PEER_LOST, Rank(dest) + " is gone; the message was not sent");
 }
 
-void Node::SendFrame(int dest, OutgoingMessage message) {
+void Node::SendFrame(int dest, OutgoingMessage message, int network, bool may_block) {
   if (dest < 0 || dest >= info_.size) {
     throw Error(LMDX_ERR_INVALID_ARGUMENT, "there is no rank " + std::to_string(dest) +
                                                " in a job of " + std::to_string(info_.size));
@@ -382,12 +462,15 @@ void Node::SendFrame(int dest, OutgoingMessage message) {
     // this node's table has come: the answer waits until this node knows the pair's network.
     std::lock_guard lock(early_mutex_);
     if (!routes_ready_.load(std::memory_order_relaxed)) {
-      early_frames_.emplace_back(dest, std::move(message));
+      early_frames_.push_back(EarlyFrame{dest, network, std::move(message)});
       return;
     }
   }
-  route_[static_cast<std::size_t>(dest)]->Send(dest, std::move(message),
-                                               /*may_block=*/!engine_.InDispatch());
+  Transport* transport = route_[static_cast<std::size_t>(dest)];
+  if (network != kPairNetwork) [[unlikely]] {
+    transport = HintedRoute(dest, network);
+  }
+  transport->Send(dest, std::move(message), may_block && !engine_.InDispatch());
 }
 
 // A frame to this node skips the network but still reaches its handler on the progress thread,
@@ -493,7 +576,7 @@ void Node::ReplyError(const ReplyTo& to, lmdx_error code, const std::string& tex
   SendFrame(to.dest, std::move(message));
 }
 
-std::uint8_t* Node::PlacePayload(const FrameHeader& header, const std::string&) {
+std::uint8_t* Node::PlacePayload(const FrameHeader& header, const std::string& body) {
   if (header.is_reply()) {
     std::lock_guard lock(requests_mutex_);
     auto it = requests_.find(header.request_id);
@@ -504,7 +587,7 @@ std::uint8_t* Node::PlacePayload(const FrameHeader& header, const std::string&) 
     }
     return nullptr;
   }
-  if (header.type == MessageType::kRaw) return mailbox_.Place(header.source, header.payload_length);
+  if (header.type == MessageType::kRaw) return mailbox_.Place(header, body);
   return nullptr;
 }
 
@@ -581,12 +664,16 @@ void Node::OnPeerLost(int rank, const std::string& why) {
     pending->done.Signal();
   }
   mailbox_.FailSource(rank, text);
+  bool known = false;
   if (rank >= 0 && rank < info_.size) {
     std::lock_guard lock(lost_mutex_);
+    known = lost_[static_cast<std::size_t>(rank)];
     lost_[static_cast<std::size_t>(rank)] = true;
     lost_changed_.notify_all();
   }
-  if (ending() || stopped_.load()) return;
+  // A pair may hold connections on several networks (a hint, or two connections opened at once):
+  // the peer is lost once, whichever of them closes first.
+  if (known || ending() || stopped_.load()) return;
   PeerLostHook hook;
   std::vector<PeerLostHook> observers;
   {

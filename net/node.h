@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -97,6 +98,17 @@ class Node : public TransportHost {
   // Send returns once it is in the kernel; the progress thread may only send owned payloads.
   // Throws lmdx::Error(LMDX_ERR_PEER_LOST) if dest is gone.
   void Send(int dest, MessageType type, std::string body, Payload payload = {});
+  // Sends a raw message (lmdx_send): payload as above, with a tag and the frame's number among the
+  // raw frames to dest, so that dest's mailbox keeps their order whatever network carried each.
+  // network ("tcp", "shm", ...; empty: the pair's own) is a hint: a network the pair shares
+  // carries the frame; for any other the pair's own does, and hint_fallbacks() counts it. To this
+  // node itself the hint is ignored.
+  void SendRaw(int dest, std::int32_t tag, Payload payload, std::string_view network = {});
+  // Starts a one-way frame and returns at once, never waiting for socket or ring space. The
+  // payload, borrowed or owned, must stay valid until on_sent(true or false) runs (once, on
+  // whichever thread finished the write; at once for this node itself).
+  void SendAsync(int dest, MessageType type, std::string body, Payload payload,
+                 std::function<void(bool sent)> on_sent);
 
   // Sends a request and waits for its reply. A reply payload lands in reply_buffer when one is
   // given and large enough. Throws lmdx::Error when dest is lost or answers with an error.
@@ -135,8 +147,11 @@ class Node : public TransportHost {
 
   // The network frames to rank take ("shm", "tcp"; "self" for this node).
   std::string NetworkTo(int rank) const;
-  // Frames received from rank over each network, for tests and LMDX_TRANSPORT_STATS=1.
+  // Frames received from rank over each network, and hints that fell back, for tests and
+  // LMDX_TRANSPORT_STATS=1.
   std::string TrafficSummary() const;
+  // Frames whose network hint named a network the pair does not share (they took the pair's own).
+  std::uint64_t hint_fallbacks() const { return hint_fallbacks_.load(std::memory_order_relaxed); }
 
   // True once the job is ending in order: lost peers are expected then.
   bool ending() const { return ending_.load(std::memory_order_acquire); }
@@ -152,7 +167,12 @@ class Node : public TransportHost {
   void ChooseDriveBudget();
   void ChooseNetworks();
   void StartTransports();
-  void SendFrame(int dest, OutgoingMessage message);
+  // network: an index of kNetworkPreference, or kPairNetwork for the pair's own.
+  static constexpr int kPairNetwork = -1;
+  void SendBlocking(int dest, OutgoingMessage message, int network);
+  void SendFrame(int dest, OutgoingMessage message, int network = kPairNetwork,
+                 bool may_block = true);
+  Transport* HintedRoute(int dest, int network);
   void DeliverToSelf(OutgoingMessage message);
   void CompleteRequest(InboundMessage message);
   void Dispatch(InboundMessage& message);
@@ -169,10 +189,21 @@ class Node : public TransportHost {
   };
   std::vector<Network> networks_;
   std::vector<Transport*> route_;  // by rank, fixed once the job table is known
+  // By rank and network (kNetworkPreference's order): the transport of each network the pair
+  // shares, or nullptr. For network hints; fixed with route_.
+  std::vector<std::array<Transport*, kNetworkPreference.size()>> shared_routes_;
+  std::atomic<std::uint64_t> hint_fallbacks_{0};
+  // By rank: the number the next raw frame to it carries.
+  std::unique_ptr<std::atomic<std::uint64_t>[]> raw_sequence_;
   TransportPolicy policy_;
   std::atomic<bool> routes_ready_{false};
   std::mutex early_mutex_;  // frames sent before route_ was known, sent once it is
-  std::vector<std::pair<int, OutgoingMessage>> early_frames_;
+  struct EarlyFrame {
+    int dest;
+    int network;
+    OutgoingMessage message;
+  };
+  std::vector<EarlyFrame> early_frames_;
   Fd rendezvous_fd_;
   wire::JobTable job_table_;
 

@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "net/node.h"
+#include "net/ports.h"
 
 namespace lmdx::api {
 
@@ -30,6 +31,9 @@ int Guard(const char* call, Body body) {
     return Fail(call, LMDX_ERR_INTERNAL, error.what());
   }
 }
+
+// This node's typed-message ports, or nullptr when CurrentNode() is.
+net::Ports* CurrentPorts();
 
 // The node, or a failure NOT_INITIALIZED naming the call.
 net::Node& RequireNode(const char* call);

@@ -31,10 +31,12 @@ typedef enum lmdx_error {
   LMDX_ERR_NETWORK = -7,          /* a transport failed */
   LMDX_ERR_SHUTDOWN = -8,         /* the job is ending */
   LMDX_ERR_INTERNAL = -9,
-  LMDX_ERR_MISUSE = -10, /* an object used against its rules: unlock by a non-holder, a name
-                           used as two kinds, more arrivals than a count, a bad free */
-  LMDX_ERR_CONFIG = -11,   /* the configuration file or an override is invalid */
-  LMDX_ERR_NO_MEMORY = -12 /* shared memory exhausted, or the global range cannot be reserved */
+  LMDX_ERR_MISUSE = -10,     /* an object used against its rules: unlock by a non-holder, a name
+                               used as two kinds, more arrivals than a count, a bad free */
+  LMDX_ERR_CONFIG = -11,     /* the configuration file or an override is invalid */
+  LMDX_ERR_NO_MEMORY = -12,  /* shared memory exhausted, or the global range cannot be reserved */
+  LMDX_ERR_BAD_MESSAGE = -13 /* a typed message of another type than its port's, or that does
+                               not parse as it; the message is dropped, the port goes on */
 } lmdx_error;
 
 typedef enum lmdx_error_mode {
@@ -66,26 +68,97 @@ const char* lmdx_last_error_message(void);
  * pointer and so report failure as NULL. */
 int lmdx_last_error(void);
 
-/* Raw messages. */
+/* Raw messages. Each carries a tag (an int >= 0 the sender chooses; lmdx_send sends tag 0).
+ * A receive names a source (or LMDX_ANY_SOURCE) and a tag (or LMDX_ANY_TAG; lmdx_recv and
+ * lmdx_try_recv take any tag) and gets the first message that matches, in the order each source
+ * sent them: a later message with another tag may be received first, two messages of one source
+ * that both match never overtake each other. */
 #define LMDX_ANY_SOURCE (-1)
+#define LMDX_ANY_TAG (-1)
 
+/* Appended fields keep the layout of the older ones. */
 typedef struct lmdx_status {
   int source;    /* the rank that sent the message */
   size_t length; /* its length in bytes */
+  int tag;       /* its tag */
 } lmdx_status;
 
-/* Sends len bytes to rank dest (which may be this rank). Returns when buf may be reused.
+/* Network hints (MDX-cc's mode): the network a message should take. A hint for a network the two
+ * ranks share sends the message over it; any other falls back to the pair's own network (the one
+ * `lmdx run --show-transports` shows) and is counted (LMDX_TRANSPORT_STATS=1, LMDX_STATS).
+ * Messages of one pair keep their order whatever networks carry them. */
+typedef enum lmdx_net_hint {
+  LMDX_NET_ANY = 0, /* the pair's own network */
+  LMDX_NET_TCP = 1,
+  LMDX_NET_UDP = 2,
+  LMDX_NET_SHM = 3,
+  LMDX_NET_FABRIC = 4
+} lmdx_net_hint;
+
+/* Sends len bytes to rank dest (which may be this rank), tag 0. Returns when buf may be reused.
  * Messages between one pair of ranks arrive in the order they were sent. */
 int lmdx_send(int dest, const void* buf, size_t len);
 
-/* Receives the next message from src (or from any rank with LMDX_ANY_SOURCE) into buf.
- * A message longer than cap is an error (LMDX_ERR_TRUNCATED); it is not delivered in part. With
- * LMDX_ERRORS_RETURN the message stays queued, so a second call with a larger buffer gets it.
- * status may be NULL. */
+/* Receives the next message from src (or from any rank with LMDX_ANY_SOURCE), whatever its tag,
+ * into buf. A message longer than cap is an error (LMDX_ERR_TRUNCATED); it is not delivered in
+ * part. With LMDX_ERRORS_RETURN the message stays queued, so a second call with a larger buffer
+ * gets it. status may be NULL. */
 int lmdx_recv(int src, void* buf, size_t cap, lmdx_status* status);
 
 /* Like lmdx_recv, but returns LMDX_OK when a message was received, 1 when none was waiting. */
 int lmdx_try_recv(int src, void* buf, size_t cap, lmdx_status* status);
+
+/* lmdx_send with a tag (>= 0) and a network hint (an lmdx_net_hint). */
+int lmdx_send_tagged(int dest, int tag, const void* buf, size_t len, int net_hint);
+/* lmdx_recv and lmdx_try_recv for one tag, or LMDX_ANY_TAG. */
+int lmdx_recv_tagged(int src, int tag, void* buf, size_t cap, lmdx_status* status);
+int lmdx_try_recv_tagged(int src, int tag, void* buf, size_t cap, lmdx_status* status);
+
+/* Ports: named mailboxes for typed messages (the C++ API's lmdx::Port<M> sits on these calls).
+ * A message goes to a port name on a node and carries the name of its type; the port, opened
+ * for one type, receives messages from any node in the order each node sent them. Messages for a
+ * port this node has not opened yet wait for it. A message of another type is an error,
+ * LMDX_ERR_BAD_MESSAGE, naming the port and the sender; it is dropped and the port goes on. */
+typedef struct lmdx_port_object* lmdx_port_t;
+
+typedef struct lmdx_port_message {
+  int source;            /* the rank that sent it */
+  const void* data;      /* its bytes, valid until lmdx_port_release */
+  size_t length;         /* their number */
+  const char* type_name; /* the type the sender named (the port's type) */
+  void* internal;        /* for the runtime */
+} lmdx_port_message;
+
+/* Opens this node's port name for messages of type_name (for protobuf messages, the full name of
+ * the type). NULL on failure: a port of that name is open already (LMDX_ERR_MISUSE). */
+lmdx_port_t lmdx_port_open(const char* name, const char* type_name);
+/* Closes the port; messages that arrive later wait for it to be opened again. After
+ * lmdx_finalize it does nothing. */
+int lmdx_port_close(lmdx_port_t port);
+/* Receives the port's next message, from any node. timeout_ms < 0: waits as long as it takes;
+ * 0: only a message already there; > 0: at most that long. Returns LMDX_OK with *message filled
+ * in, 1 when nothing came in time, or an error (LMDX_ERR_BAD_MESSAGE for a message of another
+ * type, which is dropped). Release every received message with lmdx_port_release. */
+int lmdx_port_recv(lmdx_port_t port, int timeout_ms, lmdx_port_message* message);
+void lmdx_port_release(lmdx_port_message* message);
+/* Reports a received message the caller cannot decode as the port's type, as lmdx_port_recv
+ * reports one of another type (fatal by default; else LMDX_ERR_BAD_MESSAGE), and releases it. */
+int lmdx_port_reject(lmdx_port_t port, lmdx_port_message* message);
+
+/* Sends len bytes as a message of type_name to the port name on node (any rank, this one too).
+ * Returns when bytes may be reused. */
+int lmdx_port_send(int node, const char* name, const char* type_name, const void* bytes,
+                   size_t len);
+/* Starts the same send and returns at once; bytes must stay valid until lmdx_port_send_wait.
+ * *handle is NULL when the call fails. */
+typedef struct lmdx_port_send_object* lmdx_port_send_t;
+int lmdx_port_send_async(int node, const char* name, const char* type_name, const void* bytes,
+                         size_t len, lmdx_port_send_t* handle);
+/* 1 once the message is in the kernel or the shared-memory ring, else 0; the handle stays. */
+int lmdx_port_send_done(lmdx_port_send_t handle);
+/* Waits until the message is in the kernel or the ring (LMDX_ERR_PEER_LOST when the node
+ * vanished first) and frees the handle. */
+int lmdx_port_send_wait(lmdx_port_send_t handle);
 
 /* Synchronisation across nodes: named barriers, counting semaphores and locks. Names are the
  * interface: every thread of every node that uses the same name uses the same object. Each name
@@ -166,8 +239,10 @@ int lmdx_is_shared(const void* address);
 
 /* MDX spelling: LMDX_make_dsm(double, grid) is a double* to the shared variable "grid". */
 #define LMDX_make_dsm(T, name) ((T*)lmdx_shared_var(#name, sizeof(T)))
-#define LMDX_get_dsm(destination, shared_source, bytes) lmdx_get((destination), (shared_source), (bytes))
-#define LMDX_put_dsm(shared_destination, source, bytes) lmdx_put((shared_destination), (source), (bytes))
+#define LMDX_get_dsm(destination, shared_source, bytes) \
+  lmdx_get((destination), (shared_source), (bytes))
+#define LMDX_put_dsm(shared_destination, source, bytes) \
+  lmdx_put((shared_destination), (source), (bytes))
 #define LMDX_malloc(bytes) lmdx_malloc(bytes)
 #define LMDX_freemem(block) lmdx_free(block)
 

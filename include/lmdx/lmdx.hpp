@@ -8,12 +8,20 @@
 
 #include <lmdx/lmdx.h>
 
+#include <google/protobuf/message.h>
+
+#include <chrono>
+#include <climits>
+#include <concepts>
 #include <cstddef>
+#include <memory>
 #include <new>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 namespace lmdx {
 
@@ -49,6 +57,7 @@ inline void set_error_mode(errors mode) { lmdx_set_error_mode(static_cast<lmdx_e
 struct status {
   int source = -1;
   std::size_t length = 0;
+  int tag = 0;
 };
 
 // Threads style: returns on rank 0 only.
@@ -59,15 +68,212 @@ inline void finalize() { detail::check(lmdx_finalize()); }
 inline int rank() { return lmdx_rank(); }
 inline int size() { return lmdx_size(); }
 
+// Raw messages (see lmdx.h): tag 0 and any tag, or a tag of the caller's and a network hint.
+enum class network {
+  any = LMDX_NET_ANY,
+  tcp = LMDX_NET_TCP,
+  udp = LMDX_NET_UDP,
+  shm = LMDX_NET_SHM,
+  fabric = LMDX_NET_FABRIC
+};
+inline constexpr int any_source = LMDX_ANY_SOURCE;
+inline constexpr int any_tag = LMDX_ANY_TAG;
+
 inline void send(int dest, std::span<const std::byte> bytes) {
   detail::check(lmdx_send(dest, bytes.data(), bytes.size()));
+}
+inline void send(int dest, int tag, std::span<const std::byte> bytes, network hint = network::any) {
+  detail::check(lmdx_send_tagged(dest, tag, bytes.data(), bytes.size(), static_cast<int>(hint)));
 }
 inline status recv(int source, std::span<std::byte> buffer) {
   lmdx_status st{};
   detail::check(lmdx_recv(source, buffer.data(), buffer.size(), &st));
-  return status{st.source, st.length};
+  return status{st.source, st.length, st.tag};
 }
-inline constexpr int any_source = LMDX_ANY_SOURCE;
+inline status recv(int source, int tag, std::span<std::byte> buffer) {
+  lmdx_status st{};
+  detail::check(lmdx_recv_tagged(source, tag, buffer.data(), buffer.size(), &st));
+  return status{st.source, st.length, st.tag};
+}
+// nullopt when no matching message was waiting.
+inline std::optional<status> try_recv(int source, int tag, std::span<std::byte> buffer) {
+  lmdx_status st{};
+  if (detail::check(lmdx_try_recv_tagged(source, tag, buffer.data(), buffer.size(), &st)) == 1) {
+    return std::nullopt;
+  }
+  return status{st.source, st.length, st.tag};
+}
+
+// ---- Typed messages ---------------------------------------------------------------------------
+//
+// lmdx::Port<M> is this node's port of a name, for protobuf messages of type M:
+//
+//   lmdx::Port<Work> work("work");                 // opens this node's port "work" for receiving
+//   work.send(2, job);                             // to port "work" on rank 2
+//   lmdx::send(lmdx::PortAddress{0, "results"}, r);  // to another port name
+//   auto [message, source] = work.recv();          // from any node
+//
+// Messages carry the port name and M's full type name. A message of another type, or one that does
+// not parse as M, is an error naming the port and the sender (fatal by default; lmdx::error with
+// LMDX_ERR_BAD_MESSAGE in the throwing mode) and the port goes on with the next message. Messages
+// for a port not open yet wait until it opens. See docs/messages.md.
+
+// A port on a node: the destination of a send.
+struct PortAddress {
+  int node = -1;
+  std::string name;
+};
+
+template <typename M>
+struct Received {
+  M message;
+  int source = -1;  // the rank that sent it
+};
+
+// An asynchronous send under way: the message's bytes live here until it is in the kernel (or the
+// shared-memory ring). wait() returns then; the destructor waits too.
+class PortSend {
+ public:
+  PortSend() = default;
+  // Takes over a send started by lmdx_port_send_async and the bytes it sends.
+  PortSend(std::unique_ptr<std::string> bytes, lmdx_port_send_t handle)
+      : bytes_(std::move(bytes)), handle_(handle) {}
+  PortSend(PortSend&& other) noexcept
+      : bytes_(std::move(other.bytes_)), handle_(std::exchange(other.handle_, nullptr)) {}
+  PortSend& operator=(PortSend&& other) noexcept {
+    if (this != &other) {
+      finish();
+      bytes_ = std::move(other.bytes_);
+      handle_ = std::exchange(other.handle_, nullptr);
+    }
+    return *this;
+  }
+  PortSend(const PortSend&) = delete;
+  PortSend& operator=(const PortSend&) = delete;
+  ~PortSend() { finish(); }
+
+  // True once the message is in the kernel or the ring (or the send failed; wait() says which).
+  bool done() const { return handle_ == nullptr || lmdx_port_send_done(handle_) == 1; }
+  void wait() {
+    if (handle_ == nullptr) return;
+    int code = lmdx_port_send_wait(std::exchange(handle_, nullptr));
+    bytes_.reset();
+    detail::check(code);
+  }
+
+ private:
+  void finish() noexcept {
+    if (handle_ != nullptr) (void)lmdx_port_send_wait(std::exchange(handle_, nullptr));
+    bytes_.reset();
+  }
+  std::unique_ptr<std::string> bytes_;  // stays put while the handle is moved
+  lmdx_port_send_t handle_ = nullptr;
+};
+
+namespace detail {
+template <typename M>
+std::unique_ptr<std::string> serialize(const M& message) {
+  auto bytes = std::make_unique<std::string>();
+  if (!message.SerializeToString(bytes.get())) {
+    throw error(LMDX_ERR_INVALID_ARGUMENT,
+                "a " + M::descriptor()->full_name() +
+                    " lacks required fields: " + message.InitializationErrorString());
+  }
+  return bytes;
+}
+}  // namespace detail
+
+// Sends message to the port to.name on node to.node; returns when message may change.
+template <typename M>
+requires std::derived_from<M, google::protobuf::Message>
+void send(const PortAddress& to, const M& message) {
+  std::unique_ptr<std::string> bytes = detail::serialize(message);
+  detail::check(lmdx_port_send(to.node, to.name.c_str(), M::descriptor()->full_name().c_str(),
+                               bytes->data(), bytes->size()));
+}
+
+// Starts the same send and returns at once (message may change at once too).
+template <typename M>
+requires std::derived_from<M, google::protobuf::Message> PortSend send_async(const PortAddress& to,
+                                                                             const M& message) {
+  std::unique_ptr<std::string> bytes = detail::serialize(message);
+  lmdx_port_send_t handle = nullptr;
+  detail::check(lmdx_port_send_async(to.node, to.name.c_str(), M::descriptor()->full_name().c_str(),
+                                     bytes->data(), bytes->size(), &handle));
+  return PortSend(std::move(bytes), handle);
+}
+
+template <typename M>
+class Port {
+  static_assert(std::is_base_of_v<google::protobuf::Message, M>,
+                "lmdx::Port<M> takes a protobuf message type");
+
+ public:
+  // Opens this node's port name for receiving; one Port per name and node at a time.
+  explicit Port(std::string name)
+      : name_(std::move(name)), handle_(lmdx_port_open(name_.c_str(), type_name().c_str())) {
+    if (handle_ == nullptr) {
+      detail::check(lmdx_last_error() < 0 ? lmdx_last_error() : LMDX_ERR_INTERNAL);
+    }
+  }
+  Port(Port&& other) noexcept
+      : name_(std::move(other.name_)), handle_(std::exchange(other.handle_, nullptr)) {}
+  Port& operator=(Port&&) = delete;
+  Port(const Port&) = delete;
+  Port& operator=(const Port&) = delete;
+  ~Port() {
+    if (handle_ != nullptr) (void)lmdx_port_close(handle_);
+  }
+
+  const std::string& name() const { return name_; }
+  static const std::string& type_name() { return M::descriptor()->full_name(); }
+
+  // To the port of this name on node (this node too).
+  void send(int node, const M& message) const { lmdx::send(PortAddress{node, name_}, message); }
+  void send(const PortAddress& to, const M& message) const { lmdx::send(to, message); }
+  PortSend send_async(int node, const M& message) const {
+    return lmdx::send_async(PortAddress{node, name_}, message);
+  }
+  PortSend send_async(const PortAddress& to, const M& message) const {
+    return lmdx::send_async(to, message);
+  }
+
+  // The next message, from any node; waits as long as it takes.
+  Received<M> recv() { return *receive(-1); }
+  // The next message if one is there.
+  std::optional<Received<M>> try_recv() { return receive(0); }
+  // The next message if one comes within timeout.
+  std::optional<Received<M>> recv_for(std::chrono::milliseconds timeout) {
+    auto ms = timeout.count();
+    return receive(ms <= 0 ? 0 : ms >= INT_MAX ? INT_MAX : static_cast<int>(ms));
+  }
+
+ private:
+  std::optional<Received<M>> receive(int timeout_ms) {
+    lmdx_port_message raw{};
+    if (detail::check(lmdx_port_recv(handle_, timeout_ms, &raw)) == 1) return std::nullopt;
+    Received<M> received;
+    received.source = raw.source;
+    bool parsed = false;
+    try {
+      parsed = raw.length <= static_cast<std::size_t>(INT_MAX) &&
+               received.message.ParseFromArray(raw.data, static_cast<int>(raw.length));
+    } catch (...) {
+      lmdx_port_release(&raw);
+      throw;
+    }
+    if (!parsed) {
+      // Fatal by default; LMDX_ERR_BAD_MESSAGE in the throwing mode. The message is dropped.
+      detail::check(lmdx_port_reject(handle_, &raw));
+      throw error(LMDX_ERR_BAD_MESSAGE, "a message of port " + name_ + " does not parse");
+    }
+    lmdx_port_release(&raw);
+    return received;
+  }
+
+  std::string name_;
+  lmdx_port_t handle_;
+};
 
 // Synchronisation across nodes (see lmdx.h). Objects are looked up once, by name.
 class barrier {

@@ -5,77 +5,174 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <map>
 #include <thread>
 
 namespace lmdx::net {
 namespace {
 
-InboundMessage Raw(int source, const std::string& text) {
-  InboundMessage message;
-  message.header.type = MessageType::kRaw;
-  message.header.source = source;
-  message.header.payload_length = text.size();
-  message.owned_payload = std::make_unique<std::uint8_t[]>(text.size() + 1);
-  std::memcpy(message.owned_payload.get(), text.data(), text.size());
-  message.payload = message.owned_payload.get();
-  return message;
-}
+// Raw frames as a peer sends them: numbered per source from 0.
+class Frames {
+ public:
+  InboundMessage Next(int source, const std::string& text, int tag = 0) {
+    return Numbered(source, text, tag, next_[source]++);
+  }
+  static InboundMessage Numbered(int source, const std::string& text, int tag,
+                                 std::uint64_t sequence) {
+    InboundMessage message;
+    message.header.type = MessageType::kRaw;
+    message.header.source = source;
+    message.header.payload_length = text.size();
+    RawBody raw;
+    raw.tag = tag;
+    raw.sequence = sequence;
+    message.body = raw.Encode();
+    message.owned_payload = std::make_unique<std::uint8_t[]>(text.size() + 1);
+    std::memcpy(message.owned_payload.get(), text.data(), text.size());
+    message.payload = message.owned_payload.get();
+    return message;
+  }
 
-std::string Take(Mailbox& mailbox, int source, Mailbox::Result* result = nullptr) {
+ private:
+  std::map<int, std::uint64_t> next_;
+};
+
+std::string Take(Mailbox& mailbox, int source, int tag = LMDX_ANY_TAG,
+                 Mailbox::Result* result = nullptr) {
   char buffer[64] = {};
-  Mailbox::Result got = mailbox.Receive(source, buffer, sizeof buffer, /*wait=*/true);
+  Mailbox::Result got = mailbox.Receive(source, tag, buffer, sizeof buffer, /*wait=*/true);
   if (result != nullptr) *result = got;
   return std::string(buffer, got.length);
 }
 
+TEST(RawBodyTest, RoundTripsAndRejectsOtherSizes) {
+  RawBody raw;
+  raw.tag = -7;
+  raw.sequence = 0x0102030405060708;
+  std::string body = raw.Encode();
+  ASSERT_EQ(body.size(), RawBody::kSize);
+  EXPECT_EQ(static_cast<unsigned char>(body[4]), 0x08);  // little-endian
+  auto decoded = RawBody::Decode(body);
+  ASSERT_TRUE(decoded.has_value());
+  EXPECT_EQ(decoded->tag, -7);
+  EXPECT_EQ(decoded->sequence, 0x0102030405060708u);
+  EXPECT_FALSE(RawBody::Decode(body.substr(1)).has_value());
+  EXPECT_FALSE(RawBody::Decode("").has_value());
+}
+
 TEST(MailboxTest, KeepsTheOrderOfEachSource) {
   Mailbox mailbox;
-  mailbox.Deliver(Raw(1, "a1"));
-  mailbox.Deliver(Raw(2, "b1"));
-  mailbox.Deliver(Raw(1, "a2"));
+  Frames frames;
+  mailbox.Deliver(frames.Next(1, "a1"));
+  mailbox.Deliver(frames.Next(2, "b1"));
+  mailbox.Deliver(frames.Next(1, "a2"));
   EXPECT_EQ(Take(mailbox, 2), "b1");
   EXPECT_EQ(Take(mailbox, 1), "a1");
   Mailbox::Result result;
-  EXPECT_EQ(Take(mailbox, LMDX_ANY_SOURCE, &result), "a2");
+  EXPECT_EQ(Take(mailbox, LMDX_ANY_SOURCE, LMDX_ANY_TAG, &result), "a2");
   EXPECT_EQ(result.source, 1);
+}
+
+TEST(MailboxTest, ATagReceiveTakesTheFirstMessageWithThatTag) {
+  Mailbox mailbox;
+  Frames frames;
+  mailbox.Deliver(frames.Next(1, "five-a", 5));
+  mailbox.Deliver(frames.Next(1, "seven", 7));
+  mailbox.Deliver(frames.Next(1, "five-b", 5));
+  mailbox.Deliver(frames.Next(2, "two-seven", 7));
+  Mailbox::Result result;
+  EXPECT_EQ(Take(mailbox, 1, 7, &result), "seven");
+  EXPECT_EQ(result.tag, 7);
+  EXPECT_EQ(Take(mailbox, LMDX_ANY_SOURCE, 7, &result), "two-seven");
+  EXPECT_EQ(result.source, 2);
+  EXPECT_EQ(Take(mailbox, 1, 5), "five-a");
+  char buffer[8];
+  EXPECT_EQ(mailbox.Receive(1, 9, buffer, sizeof buffer, /*wait=*/false).code, 1);
+  EXPECT_EQ(Take(mailbox, LMDX_ANY_SOURCE, LMDX_ANY_TAG, &result), "five-b");
+  EXPECT_EQ(result.tag, 5);
+}
+
+TEST(MailboxTest, AMessageThatOvertookAnEarlierOneWaitsForIt) {
+  Mailbox mailbox;
+  // Numbers 2 and 1 come before 0 (they took a faster network).
+  mailbox.Deliver(Frames::Numbered(3, "third", 0, 2));
+  mailbox.Deliver(Frames::Numbered(3, "second", 0, 1));
+  char buffer[8];
+  EXPECT_EQ(mailbox.Receive(3, LMDX_ANY_TAG, buffer, sizeof buffer, /*wait=*/false).code, 1);
+  // An early message is never placed in a posted receive's buffer.
+  FrameHeader header;
+  header.type = MessageType::kRaw;
+  header.source = 3;
+  header.payload_length = 5;
+  RawBody early;
+  early.sequence = 4;
+  EXPECT_EQ(mailbox.Place(header, early.Encode()), nullptr);
+  mailbox.Deliver(Frames::Numbered(3, "first", 0, 0));
+  EXPECT_EQ(Take(mailbox, 3), "first");
+  EXPECT_EQ(Take(mailbox, 3), "second");
+  EXPECT_EQ(Take(mailbox, 3), "third");
+}
+
+TEST(MailboxTest, AMalformedBodyIsDropped) {
+  Mailbox mailbox;
+  InboundMessage message = Frames::Numbered(1, "x", 0, 0);
+  message.body = "short";
+  mailbox.Deliver(std::move(message));
+  char buffer[8];
+  EXPECT_EQ(mailbox.Receive(1, LMDX_ANY_TAG, buffer, sizeof buffer, /*wait=*/false).code, 1);
 }
 
 TEST(MailboxTest, TooSmallABufferIsAnErrorAndTheMessageStays) {
   Mailbox mailbox;
-  mailbox.Deliver(Raw(3, "twelve bytes"));
+  Frames frames;
+  mailbox.Deliver(frames.Next(3, "twelve bytes", 4));
   char small[4];
-  Mailbox::Result result = mailbox.Receive(3, small, sizeof small, true);
+  Mailbox::Result result = mailbox.Receive(3, LMDX_ANY_TAG, small, sizeof small, true);
   EXPECT_EQ(result.code, LMDX_ERR_TRUNCATED);
   EXPECT_NE(result.error.find("12 bytes"), std::string::npos) << result.error;
   EXPECT_NE(result.error.find("4 bytes"), std::string::npos) << result.error;
+  EXPECT_NE(result.error.find("tag 4"), std::string::npos) << result.error;
   EXPECT_EQ(Take(mailbox, 3), "twelve bytes");
 }
 
 TEST(MailboxTest, TryReceiveReportsNothingWaiting) {
   Mailbox mailbox;
   char buffer[8];
-  EXPECT_EQ(mailbox.Receive(LMDX_ANY_SOURCE, buffer, sizeof buffer, false).code, 1);
+  EXPECT_EQ(mailbox.Receive(LMDX_ANY_SOURCE, LMDX_ANY_TAG, buffer, sizeof buffer, false).code, 1);
 }
 
 TEST(MailboxTest, PostedReceiveGetsThePayloadPlacedInItsBuffer) {
   Mailbox mailbox;
   char buffer[16] = {};
   Mailbox::Result result;
-  std::thread receiver([&] { result = mailbox.Receive(4, buffer, sizeof buffer, true); });
+  std::thread receiver([&] { result = mailbox.Receive(4, 6, buffer, sizeof buffer, true); });
+  FrameHeader header;
+  header.type = MessageType::kRaw;
+  header.source = 4;
+  header.payload_length = 5;
+  RawBody other_tag;
+  other_tag.tag = 5;
+  RawBody raw;
+  raw.tag = 6;
+  // Only a message with the receive's tag lands in its buffer.
   std::uint8_t* place = nullptr;
-  while ((place = mailbox.Place(4, 5)) == nullptr) std::this_thread::yield();
+  for (;;) {
+    EXPECT_EQ(mailbox.Place(header, other_tag.Encode()), nullptr);
+    if ((place = mailbox.Place(header, raw.Encode())) != nullptr) break;
+    std::this_thread::yield();
+  }
   EXPECT_EQ(place, reinterpret_cast<std::uint8_t*>(buffer));
   const std::string hello = "hello";
   std::copy(hello.begin(), hello.end(), place);
   InboundMessage message;
-  message.header.type = MessageType::kRaw;
-  message.header.source = 4;
-  message.header.payload_length = 5;
+  message.header = header;
+  message.body = raw.Encode();
   message.payload = place;
   message.payload_placed = true;
   mailbox.Deliver(std::move(message));
   receiver.join();
   EXPECT_EQ(result.code, LMDX_OK);
+  EXPECT_EQ(result.tag, 6);
   EXPECT_EQ(std::string(buffer, result.length), "hello");
 }
 
@@ -85,7 +182,7 @@ TEST(MailboxTest, LosingTheSourceFailsItsReceiver) {
   std::atomic<bool> returned{false};
   std::thread receiver([&] {
     char buffer[8];
-    result = mailbox.Receive(6, buffer, sizeof buffer, true);
+    result = mailbox.Receive(6, LMDX_ANY_TAG, buffer, sizeof buffer, true);
     returned.store(true);
   });
   // FailSource fails only receives already posted, so repeat until the receiver has posted.
