@@ -329,6 +329,11 @@ void Node::Handle(MessageType type, Handler handler) {
   handlers_[static_cast<std::size_t>(type)] = std::move(handler);
 }
 
+void Node::Place(MessageType type, Placer placer) {
+  std::lock_guard lock(handlers_mutex_);
+  placers_[static_cast<std::size_t>(type)] = std::move(placer);
+}
+
 void Node::SetPeerLostHook(PeerLostHook hook) {
   std::lock_guard lock(hook_mutex_);
   peer_lost_hook_ = std::move(hook);
@@ -588,7 +593,12 @@ std::uint8_t* Node::PlacePayload(const FrameHeader& header, const std::string& b
     return nullptr;
   }
   if (header.type == MessageType::kRaw) return mailbox_.Place(header, body);
-  return nullptr;
+  Placer placer;
+  {
+    std::lock_guard lock(handlers_mutex_);
+    placer = placers_[static_cast<std::size_t>(header.type)];
+  }
+  return placer ? placer(header, body) : nullptr;
 }
 
 void Node::OnMessage(InboundMessage message) {

@@ -85,6 +85,12 @@ class Node : public TransportHost {
   Mailbox& mailbox() { return mailbox_; }
 
   void Handle(MessageType type, Handler handler);
+  // Where the payload of a frame of a layer's type should land: memory the layer names (the
+  // buffer of a call already waiting for it), or nullptr for a buffer of the frame's own. Runs on
+  // the dispatching thread once header and body are in, before the payload is read; must not
+  // block. The layer's handler then sees payload_placed. Set before the node joins.
+  using Placer = std::function<std::uint8_t*(const FrameHeader& header, const std::string& body)>;
+  void Place(MessageType type, Placer placer);
   void SetPeerLostHook(PeerLostHook hook);
   // Layers that park waiters of their own (sync, later dsm) learn of a lost peer here, before
   // the hook above ends the process or leaves the job to fail call by call. Called on the
@@ -209,6 +215,7 @@ class Node : public TransportHost {
 
   std::mutex handlers_mutex_;
   std::array<Handler, static_cast<std::size_t>(MessageType::kLimit)> handlers_;
+  std::array<Placer, static_cast<std::size_t>(MessageType::kLimit)> placers_;
   std::mutex hook_mutex_;
   PeerLostHook peer_lost_hook_;
   std::vector<PeerLostHook> peer_lost_observers_;
