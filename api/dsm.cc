@@ -2,6 +2,7 @@
 // lmdx_shared_var, lmdx_lookup, lmdx_get, lmdx_put.
 #include <string>
 
+#include "api/internal/modules.h"
 #include "api/internal/runtime_state.h"
 #include "dsm/service.h"
 
@@ -15,12 +16,15 @@ dsm::Service& RequireDsm(const char* call) {
   return *service;
 }
 
-// Runs body (returning a pointer) and turns a failure into Fail(call, ...) and nullptr.
+// Runs body (returning a pointer to shared memory) and turns a failure into Fail(call, ...) and
+// nullptr. A module that does not share memory gets none.
 template <typename Body>
 void* GuardPointer(const char* call, Body body) {
   void* result = nullptr;
   int status = Guard(call, [&] {
-    result = body(RequireDsm(call));
+    dsm::Service& dsm = RequireDsm(call);
+    RequireSharedMemory();
+    result = body(dsm);
     return LMDX_OK;
   });
   return status == LMDX_OK ? result : nullptr;
@@ -36,8 +40,10 @@ using lmdx::api::RequireDsm;
 extern "C" {
 
 void* lmdx_malloc(size_t bytes) {
-  return GuardPointer("lmdx_malloc",
-                      [bytes](lmdx::dsm::Service& dsm) { return dsm.Malloc(bytes); });
+  return GuardPointer("lmdx_malloc", [bytes](lmdx::dsm::Service& dsm) {
+    lmdx::api::RequireHeapProtocol(dsm.protocol()->name());
+    return dsm.Malloc(bytes);
+  });
 }
 
 void lmdx_free(void* block) {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 
+#include "api/internal/modules.h"
 #include "api/internal/runtime_state.h"
 #include "base/log.h"
 #include "config/config.h"
@@ -54,25 +55,16 @@ bool StartedByLauncher() {
   return false;
 }
 
-dsm::HomePolicy ToHomePolicy(config::Home home) {
-  switch (home) {
-    case config::CYCLIC: return dsm::HomePolicy::kCyclic;
-    case config::FIRST_TOUCH: return dsm::HomePolicy::kFirstTouch;
-    default: return dsm::HomePolicy::kBlock;
-  }
-}
-
 dsm::Options DsmOptions(const config::Settings& settings) {
   dsm::Options options;
   options.base = settings.dsm_base;
   options.bytes = settings.dsm_bytes;
   options.stats = settings.stats_enabled;
   options.stats_json = settings.stats_json;
-  options.policy_for = [&settings](std::string_view name) {
-    config::VariableSettings chosen = settings.ForVariable(name);
-    return dsm::RegionPolicy{ToHomePolicy(chosen.home),
-                             std::string(config::ProtocolName(chosen.protocol))};
+  options.policy_for = [&settings](std::string_view name, const dsm::Creator& creator) {
+    return RegionPolicyFor(settings, name, creator);
   };
+  options.creator = ThisCreator();
   return options;
 }
 
@@ -128,6 +120,7 @@ int Init(const char* call, Style style) {
     }
     ever_initialized = true;
     net::BootstrapInfo info = StartedByLauncher() ? net::DetectBootstrap() : SingletonBootstrap();
+    StartModules(config::CurrentSettings(), info.rank, info.size, style == Style::kSpmd);
     runtime.style = style;
     runtime.node = std::make_unique<net::Node>(info, AttachLayers);
     runtime.node->SetPeerLostHook(OnPeerLost);
@@ -173,12 +166,14 @@ using lmdx::api::Guard;
 
 extern "C" {
 
-int lmdx_init(int*, char***) {
+int lmdx_init(int* argc, char*** argv) {
+  lmdx::api::RecordArguments(argc, argv);
   return Guard("lmdx_init",
                [] { return lmdx::api::Init("lmdx_init", lmdx::api::Style::kThreads); });
 }
 
-int lmdx_init_spmd(int*, char***) {
+int lmdx_init_spmd(int* argc, char*** argv) {
+  lmdx::api::RecordArguments(argc, argv);
   return Guard("lmdx_init_spmd",
                [] { return lmdx::api::Init("lmdx_init_spmd", lmdx::api::Style::kSpmd); });
 }

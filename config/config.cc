@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "base/error.h"
 #include "base/fd.h"
@@ -380,11 +381,233 @@ void CheckNetwork(const Checker& checker, const Config& config) {
   }
 }
 
-void Check(const Config& config, std::string_view file_name, const Tree* tree) {
+// Module and port names: letters, digits, '_' and '-' (a '.' joins them in "module.port").
+std::optional<std::string> CheckName(std::string_view name, const char* what) {
+  if (name.empty()) return std::string("a ") + what + " needs a name";
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-';
+    if (!ok) {
+      return Quoted(name) + " is not a " + what +
+             " name: use letters, digits, '_' and '-' only (found '" + std::string(1, c) + "')";
+    }
+  }
+  return std::nullopt;
+}
+
+// A rank list: ranks and ranges separated by commas ("0", "1-3", "0,2,5-7"), each rank once.
+// White space around the items is allowed.
+std::optional<std::string> ParseRanks(std::string_view text, std::vector<int>& ranks) {
+  const std::string how =
+      "write ranks and ranges separated by commas, like \"0\", \"1-3\" or "
+      "\"0,2,5-7\"";
+  constexpr long kMaxRank = (1 << 20) - 1;
+  ranks.clear();
+  if (text.find_first_not_of(" \t") == std::string_view::npos) {
+    return "a module needs ranks; " + how;
+  }
+  auto trim = [](std::string_view item) {
+    while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
+    while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+    return item;
+  };
+  // A whole number; -1 when it is none.
+  auto number = [](std::string_view digits) -> long {
+    if (digits.empty() || digits.size() > 7) return -1;
+    long value = 0;
+    for (char c : digits) {
+      if (c < '0' || c > '9') return -1;
+      value = value * 10 + (c - '0');
+    }
+    return value;
+  };
+  std::set<int> seen;
+  std::size_t start = 0;
+  for (;;) {
+    std::size_t comma = text.find(',', start);
+    std::string_view item = trim(text.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+    if (item.empty()) return Quoted(text) + " has an empty item; " + how;
+    std::size_t dash = item.find('-', 1);
+    long first = number(trim(item.substr(0, dash)));
+    long last = dash == std::string_view::npos ? first : number(trim(item.substr(dash + 1)));
+    if (first < 0 || last < 0) {
+      if (!item.empty() && item.front() == '-') {
+        return Quoted(text) + ": " + Quoted(item) + " is negative; ranks are 0 or more";
+      }
+      return Quoted(text) + ": " + Quoted(item) + " is not a rank or a range; " + how;
+    }
+    if (first > kMaxRank || last > kMaxRank) {
+      return Quoted(text) + ": " + Quoted(item) + " is beyond the largest rank, " +
+             std::to_string(kMaxRank);
+    }
+    if (last < first) {
+      return Quoted(text) + ": the range " + Quoted(item) + " runs backwards; write \"" +
+             std::to_string(last) + "-" + std::to_string(first) + "\"";
+    }
+    for (long rank = first; rank <= last; ++rank) {
+      if (!seen.insert(static_cast<int>(rank)).second) {
+        return Quoted(text) + " lists rank " + std::to_string(rank) + " twice";
+      }
+      ranks.push_back(static_cast<int>(rank));
+    }
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return std::nullopt;
+}
+
+// "module.port", split; nothing when it is not of that form.
+std::optional<std::pair<std::string, std::string>> SplitEnd(std::string_view text) {
+  std::size_t dot = text.find('.');
+  if (dot == std::string_view::npos || dot == 0 || dot + 1 == text.size() ||
+      text.find('.', dot + 1) != std::string_view::npos) {
+    return std::nullopt;
+  }
+  return std::make_pair(std::string(text.substr(0, dot)), std::string(text.substr(dot + 1)));
+}
+
+std::string Joined(const std::vector<std::string>& names) {
+  std::string text;
+  for (const std::string& name : names) text += (text.empty() ? "" : ", ") + name;
+  return text;
+}
+
+void CheckModules(const Checker& checker, const Config& config, SourceLines* lines) {
+  const pb::Descriptor* type = Module::descriptor();
+  const pb::FieldDescriptor* module_field = Field(Config::descriptor(), Config::kModuleFieldNumber);
+  const pb::FieldDescriptor* name_field = Field(type, Module::kNameFieldNumber);
+  const pb::FieldDescriptor* ranks_field = Field(type, Module::kRanksFieldNumber);
+  const pb::FieldDescriptor* protocol_field = Field(type, Module::kProtocolFieldNumber);
+  const pb::FieldDescriptor* port_field = Field(type, Module::kPortFieldNumber);
+  auto line_note = [](int line) {
+    return line >= 0 ? " (line " + std::to_string(line + 1) + ")" : std::string();
+  };
+  std::map<std::string, int> module_line;                 // name -> 0-based line
+  std::map<int, std::pair<std::string, int>> rank_owner;  // rank -> (module, line)
+  std::map<std::string, const Module*> modules;
+  for (int i = 0; i < config.module_size(); ++i) {
+    const Module& module = config.module(i);
+    const std::string path = "module[" + std::to_string(i) + "]";
+    Checker::Where module_at = Checker::Find(checker.root(), module_field, i);
+    const Tree* tree = Checker::Nested(checker.root(), module_field, i);
+    Checker::Where name_at = Checker::Find(tree, name_field, -1);
+    Checker::Where ranks_at = Checker::Find(tree, ranks_field, -1);
+    if (lines != nullptr) {
+      // Checks against the job's size blame the ranks.
+      Checker::Where at = ranks_at.line >= 0 ? ranks_at : module_at;
+      lines->modules.emplace_back(at.line + 1, at.column + 1);
+    }
+    if (auto why = CheckName(module.name(), "module")) {
+      checker.Error({name_at, module_at}, path + ".name", *why);
+    }
+    auto [it, inserted] = module_line.emplace(module.name(), module_at.line);
+    if (!inserted) {
+      std::string first =
+          it->second >= 0 ? " (first at line " + std::to_string(it->second + 1) + ")" : "";
+      checker.Error({name_at, module_at}, path + ".name",
+                    "the module " + Quoted(module.name()) + " is declared twice" + first);
+    }
+    modules.emplace(module.name(), &module);
+    std::vector<int> ranks;
+    if (auto why = ParseRanks(module.ranks(), ranks)) {
+      checker.Error({ranks_at, module_at}, path + ".ranks", *why);
+    }
+    for (int rank : ranks) {
+      auto [owner, fresh] = rank_owner.emplace(rank, std::make_pair(module.name(), module_at.line));
+      if (!fresh) {
+        checker.Error({ranks_at, module_at}, path + ".ranks",
+                      "rank " + std::to_string(rank) + " is in module " +
+                          Quoted(owner->second.first) + line_note(owner->second.second) +
+                          " already; a rank runs one module");
+      }
+    }
+    Checker::Where protocol_at = Checker::Find(tree, protocol_field, -1);
+    CheckEnum(checker, module.protocol(), Protocol_descriptor(), Protocol_IsValid, "protocol",
+              protocol_at, path + ".protocol");
+    if (module.protocol() != PROTOCOL_DEFAULT && !module.shares_memory()) {
+      checker.Error({protocol_at, module_at}, path + ".protocol",
+                    "the module " + Quoted(module.name()) +
+                        " names a protocol but does not share memory; add shares_memory: true, "
+                        "or drop the protocol");
+    }
+    std::set<std::string> ports;
+    for (int j = 0; j < module.port_size(); ++j) {
+      const std::string port_path = path + ".port[" + std::to_string(j) + "]";
+      Checker::Where port_at = Checker::Find(tree, port_field, j);
+      if (auto why = CheckName(module.port(j), "port")) {
+        checker.Error({port_at, module_at}, port_path, *why);
+      }
+      if (!ports.insert(module.port(j)).second) {
+        checker.Error({port_at, module_at}, port_path,
+                      "the module " + Quoted(module.name()) + " declares the port " +
+                          Quoted(module.port(j)) + " twice");
+      }
+    }
+  }
+
+  const pb::FieldDescriptor* link_field = Field(Config::descriptor(), Config::kLinkFieldNumber);
+  const pb::FieldDescriptor* from_field = Field(Link::descriptor(), Link::kFromFieldNumber);
+  const pb::FieldDescriptor* to_field = Field(Link::descriptor(), Link::kToFieldNumber);
+  std::map<std::string, int> linked_from;  // "module.port" -> 0-based line
+  std::vector<std::string> module_names;
+  module_names.reserve(modules.size());
+  for (const Module& module : config.module()) module_names.push_back(module.name());
+  for (int i = 0; i < config.link_size(); ++i) {
+    const Link& link = config.link(i);
+    const std::string path = "link[" + std::to_string(i) + "]";
+    Checker::Where link_at = Checker::Find(checker.root(), link_field, i);
+    if (lines != nullptr) lines->links.emplace_back(link_at.line + 1, link_at.column + 1);
+    const Tree* tree = Checker::Nested(checker.root(), link_field, i);
+    for (auto [field, text, end] :
+         {std::tuple{from_field, &link.from(), "from"}, std::tuple{to_field, &link.to(), "to"}}) {
+      Checker::Where at = Checker::Find(tree, field, -1);
+      const std::string end_path = path + "." + end;
+      if (text->empty()) {
+        checker.Error({at, link_at}, end_path,
+                      std::string("a link needs ") + end + ": a module's port, \"module.port\"");
+      }
+      auto split = SplitEnd(*text);
+      if (!split) {
+        checker.Error({at, link_at}, end_path,
+                      Quoted(*text) +
+                          " is not \"module.port\" (a module's name, a dot, one of "
+                          "its ports)");
+      }
+      auto module = modules.find(split->first);
+      if (module == modules.end()) {
+        checker.Error({at, link_at}, end_path,
+                      "no module is called " + Quoted(split->first) + " (modules: " +
+                          (module_names.empty() ? "none" : Joined(module_names)) + ")");
+      }
+      const auto& declared = module->second->port();
+      if (std::find(declared.begin(), declared.end(), split->second) == declared.end()) {
+        std::vector<std::string> names(declared.begin(), declared.end());
+        checker.Error({at, link_at}, end_path,
+                      "the module " + Quoted(split->first) + " has no port " +
+                          Quoted(split->second) +
+                          " (its ports: " + (names.empty() ? "none" : Joined(names)) + ")");
+      }
+    }
+    Checker::Where from_at = Checker::Find(tree, from_field, -1);
+    auto [it, inserted] = linked_from.emplace(link.from(), link_at.line);
+    if (!inserted) {
+      std::string first =
+          it->second >= 0 ? " (first at line " + std::to_string(it->second + 1) + ")" : "";
+      checker.Error({from_at, link_at}, path + ".from",
+                    "the port " + Quoted(link.from()) + " is linked twice" + first +
+                        "; a port sends over one link");
+    }
+  }
+}
+
+void Check(const Config& config, std::string_view file_name, const Tree* tree,
+           SourceLines* lines = nullptr) {
   Checker checker(file_name, tree);
   CheckDsm(checker, config);
   CheckThreads(checker, config);
   CheckNetwork(checker, config);
+  CheckModules(checker, config, lines);
 }
 
 // Where each message type of the schema sits in a file: "lmdx.config.Dsm" -> "dsm".
@@ -555,7 +778,7 @@ Enum ParseEnumVariable(const Environment& env, std::string_view variable,
 
 }  // namespace
 
-Config ParseConfigText(std::string_view text, std::string_view file_name) {
+Config ParseConfigText(std::string_view text, std::string_view file_name, SourceLines* lines) {
   Config config;
   FirstError errors;
   Tree tree;
@@ -574,12 +797,14 @@ Config ParseConfigText(std::string_view text, std::string_view file_name) {
     }
     Fail(checker.Prefix(where) + Explain(errors.message()));
   }
-  Check(config, file_name, &tree);
+  if (lines != nullptr) *lines = SourceLines();
+  Check(config, file_name, &tree, lines);
   return config;
 }
 
-Config LoadConfigFile(const std::string& path) {
-  return ParseConfigText(ReadFile(path, path + ": cannot read the configuration file"), path);
+Config LoadConfigFile(const std::string& path, SourceLines* lines) {
+  return ParseConfigText(ReadFile(path, path + ": cannot read the configuration file"), path,
+                         lines);
 }
 
 const RegionSettings* Settings::RegionFor(std::string_view variable) const {
@@ -603,6 +828,77 @@ VariableSettings Settings::ForVariable(std::string_view variable) const {
   return {protocol, home};
 }
 
+VariableSettings Settings::ForVariable(std::string_view variable, Protocol creator_protocol) const {
+  VariableSettings chosen = ForVariable(variable);
+  const RegionSettings* region = RegionFor(variable);
+  bool region_decides = region != nullptr && region->protocol_given;
+  if (!region_decides && creator_protocol != PROTOCOL_DEFAULT) chosen.protocol = creator_protocol;
+  return chosen;
+}
+
+bool ModuleSettings::HasPort(std::string_view port) const {
+  return std::find(ports.begin(), ports.end(), port) != ports.end();
+}
+
+int ModuleSettings::IndexOf(int rank) const {
+  auto it = std::find(ranks.begin(), ranks.end(), rank);
+  return it == ranks.end() ? -1 : static_cast<int>(it - ranks.begin());
+}
+
+const ModuleSettings* Settings::FindModule(std::string_view name) const {
+  for (const ModuleSettings& module : modules) {
+    if (module.name == name) return &module;
+  }
+  return nullptr;
+}
+
+const ModuleSettings* Settings::ModuleOf(int rank) const {
+  for (const ModuleSettings& module : modules) {
+    if (module.IndexOf(rank) >= 0) return &module;
+  }
+  return nullptr;
+}
+
+const LinkSettings* Settings::LinkFrom(std::string_view module, std::string_view port) const {
+  for (const LinkSettings& link : links) {
+    if (link.from_module == module && link.from_port == port) return &link;
+  }
+  return nullptr;
+}
+
+void Settings::CheckModulesFit(int job_size) const {
+  if (modules.empty()) return;
+  const std::string ranks_of_job = job_size == 1 ? "1 rank (rank 0)"
+                                                 : std::to_string(job_size) + " ranks (0 to " +
+                                                       std::to_string(job_size - 1) + ")";
+  for (std::size_t i = 0; i < modules.size(); ++i) {
+    const ModuleSettings& module = modules[i];
+    for (int rank : module.ranks) {
+      if (rank < job_size) continue;
+      std::string where = config_file;
+      if (module.line > 0) {
+        where += ":" + std::to_string(module.line) + ":" + std::to_string(module.column);
+      }
+      Fail((where.empty() ? "" : where + ": ") + "module[" + std::to_string(i) + "].ranks: rank " +
+           std::to_string(rank) + " of module " + Quoted(module.name) + " (ranks " +
+           Quoted(module.ranks_text) + ") is beyond the job's " + ranks_of_job);
+    }
+  }
+  for (int rank = 0; rank < job_size; ++rank) {
+    if (ModuleOf(rank) != nullptr) continue;
+    std::vector<std::string> names;
+    names.reserve(modules.size());
+    for (const ModuleSettings& module : modules) {
+      names.push_back(module.name + " " + module.ranks_text);
+    }
+    Fail((config_file.empty() ? "" : config_file + ": ") + "rank " + std::to_string(rank) +
+         " of the job's " + ranks_of_job +
+         " is in no module; when modules are declared every "
+         "rank runs one (modules: " +
+         Joined(names) + ")");
+  }
+}
+
 Environment ProcessEnvironment() {
   Environment env;
   for (std::string_view name : kEnvironmentVariables) {
@@ -612,8 +908,8 @@ Environment ProcessEnvironment() {
   return env;
 }
 
-Settings MakeSettings(const Config& config, const Environment& env,
-                      const std::string& config_file) {
+Settings MakeSettings(const Config& config, const Environment& env, const std::string& config_file,
+                      const SourceLines* lines) {
   Check(config, config_file, nullptr);
   Settings settings;
   settings.config_file = config_file;
@@ -651,7 +947,35 @@ Settings MakeSettings(const Config& config, const Environment& env,
     resolved.protocol =
         region.protocol() != PROTOCOL_DEFAULT ? region.protocol() : settings.protocol;
     resolved.home = region.home() != HOME_DEFAULT ? region.home() : settings.home;
+    resolved.protocol_given = region.protocol() != PROTOCOL_DEFAULT;
     settings.regions.push_back(std::move(resolved));
+  }
+
+  for (int i = 0; i < config.module_size(); ++i) {
+    const Module& module = config.module(i);
+    ModuleSettings resolved;
+    resolved.name = module.name();
+    resolved.ranks_text = module.ranks();
+    (void)ParseRanks(module.ranks(), resolved.ranks);
+    resolved.shares_memory = module.shares_memory();
+    resolved.protocol_given = module.protocol() != PROTOCOL_DEFAULT;
+    resolved.protocol = resolved.protocol_given ? module.protocol() : settings.protocol;
+    resolved.ports.assign(module.port().begin(), module.port().end());
+    if (lines != nullptr && static_cast<std::size_t>(i) < lines->modules.size()) {
+      std::tie(resolved.line, resolved.column) = lines->modules[static_cast<std::size_t>(i)];
+    }
+    settings.modules.push_back(std::move(resolved));
+  }
+  for (int i = 0; i < config.link_size(); ++i) {
+    LinkSettings resolved;
+    auto from = SplitEnd(config.link(i).from());
+    auto to = SplitEnd(config.link(i).to());
+    if (from) std::tie(resolved.from_module, resolved.from_port) = *from;
+    if (to) std::tie(resolved.to_module, resolved.to_port) = *to;
+    if (lines != nullptr && static_cast<std::size_t>(i) < lines->links.size()) {
+      std::tie(resolved.line, resolved.column) = lines->links[static_cast<std::size_t>(i)];
+    }
+    settings.links.push_back(std::move(resolved));
   }
 
   settings.stats_enabled = config.stats().enabled();
@@ -682,13 +1006,17 @@ Settings LoadSettings(const Environment& env) {
   std::optional<std::string> path = Get(env, "LMDX_CONFIG");
   if (!path) return MakeSettings(Config(), env);
   std::string text = ReadFile(*path, "LMDX_CONFIG: cannot read " + *path);
-  return MakeSettings(ParseConfigText(text, *path), env, *path);
+  SourceLines lines;
+  Config config = ParseConfigText(text, *path, &lines);
+  return MakeSettings(config, env, *path, &lines);
 }
 
 Settings SettingsFromText(std::string_view text, std::string_view file_name,
                           const Environment& env) {
   std::string name(file_name);
-  return MakeSettings(ParseConfigText(text, name), env, name);
+  SourceLines lines;
+  Config config = ParseConfigText(text, name, &lines);
+  return MakeSettings(config, env, name, &lines);
 }
 
 const Settings& CurrentSettings() {

@@ -33,11 +33,20 @@ inline constexpr std::uint64_t kDefaultDsmBytes = std::uint64_t{64} << 30;  // 6
 inline constexpr std::uint64_t kDefaultDsmBase = 0x400000000000;
 inline constexpr const char* kDefaultStatsJson = "lmdx-stats.json";
 
+// Where the modules (their ranks) and links of a file are written ({line, column}, from 1, in the
+// file's order), so that checks made later (against the job's size) can name the line.
+struct SourceLines {
+  std::vector<std::pair<int, int>> modules;
+  std::vector<std::pair<int, int>> links;
+};
+
 // Parses a file's text (file_name is used in messages only) and checks what the schema cannot:
-// sizes, the base address, region names, pairs, network names. Unknown fields are errors.
-Config ParseConfigText(std::string_view text, std::string_view file_name);
+// sizes, the base address, region names, pairs, network names, modules and links. Unknown fields
+// are errors. Fills *lines when given.
+Config ParseConfigText(std::string_view text, std::string_view file_name,
+                       SourceLines* lines = nullptr);
 // Reads and parses a file. A file that cannot be read is an error naming it.
-Config LoadConfigFile(const std::string& path);
+Config LoadConfigFile(const std::string& path, SourceLines* lines = nullptr);
 
 // What a named shared variable gets: never PROTOCOL_DEFAULT or HOME_DEFAULT.
 struct VariableSettings {
@@ -50,7 +59,37 @@ struct RegionSettings {
   std::string name;  // as written: "grid", or a prefix with its '*' ("matrix_*")
   Protocol protocol = SC;
   Home home = BLOCK;
+  bool protocol_given = false;  // the region names its own protocol (it then beats a module's)
   bool is_prefix() const { return !name.empty() && name.back() == '*'; }
+};
+
+// One module of the file (P-RIO): a named entry point run by a set of ranks.
+struct ModuleSettings {
+  std::string name;
+  std::string ranks_text;  // as written: "1-3", "0,2,5-7"
+  std::vector<int> ranks;  // the members' job ranks in index order: member i is ranks[i]
+  bool shares_memory = false;
+  // The default protocol of the variables the module creates: its own, else dsm.protocol (after
+  // LMDX_PROTOCOL). Used only when shares_memory.
+  Protocol protocol = SC;
+  bool protocol_given = false;
+  std::vector<std::string> ports;  // port names, as declared
+  int line = 0;  // where its ranks are written (else the module), from 1 (0: not from a file)
+  int column = 0;
+
+  bool HasPort(std::string_view port) const;
+  // The member index of a job rank, or -1.
+  int IndexOf(int rank) const;
+};
+
+// A link from one module's port to a port of another module (or of the same one).
+struct LinkSettings {
+  std::string from_module;
+  std::string from_port;
+  std::string to_module;
+  std::string to_port;
+  int line = 0;  // from 1 (0: not from a file)
+  int column = 0;
 };
 
 // The configuration in force: the file's values, defaults where it says nothing, then the
@@ -77,6 +116,10 @@ struct Settings {
   std::string transport = "any";                               // any|shm|fabric|tcp|udp
   std::map<std::pair<int, int>, std::string> transport_pairs;  // (lower rank, higher rank)
 
+  // modules and links, in the file's order (none: the program runs without modules)
+  std::vector<ModuleSettings> modules;
+  std::vector<LinkSettings> links;
+
   // The region that decides for a variable: the one with exactly its name, else the longest
   // prefix ("foo*") it starts with; nullptr when none matches.
   const RegionSettings* RegionFor(std::string_view variable) const;
@@ -84,6 +127,21 @@ struct Settings {
   VariableSettings ForVariable(std::string_view variable) const;
   Protocol ProtocolFor(std::string_view variable) const { return ForVariable(variable).protocol; }
   Home HomeFor(std::string_view variable) const { return ForVariable(variable).home; }
+  // The same for a variable a module creates whose protocol is creator_protocol
+  // (PROTOCOL_DEFAULT: no module's): a region that names a protocol decides, else the module's
+  // protocol, else as above. The home is the region's or dsm's.
+  VariableSettings ForVariable(std::string_view variable, Protocol creator_protocol) const;
+
+  // The module called name, or nullptr.
+  const ModuleSettings* FindModule(std::string_view name) const;
+  // The module a job rank runs, or nullptr.
+  const ModuleSettings* ModuleOf(int rank) const;
+  // The link from a module's port, or nullptr.
+  const LinkSettings* LinkFrom(std::string_view module, std::string_view port) const;
+  // Checks the modules against a job of job_size ranks: every rank a module names exists, and
+  // every rank of the job is in a module (when any is declared). Throws
+  // lmdx::Error(LMDX_ERR_CONFIG) naming the file, the module and the rank.
+  void CheckModulesFit(int job_size) const;
 };
 
 // Variable name -> value. Only the names listed in kEnvironmentVariables are read; an empty value
@@ -100,8 +158,9 @@ Environment ProcessEnvironment();
 
 // Applies the defaults to a parsed file, then env's overrides (LMDX_CONFIG in env is not read
 // here). config_file is recorded in Settings::config_file.
+// lines (from ParseConfigText) gives the modules and links their lines.
 Settings MakeSettings(const Config& config, const Environment& env,
-                      const std::string& config_file = "");
+                      const std::string& config_file = "", const SourceLines* lines = nullptr);
 // Reads the file env names in LMDX_CONFIG (none: every default), then applies env.
 Settings LoadSettings(const Environment& env);
 // For tests: text stands for a file named file_name; env's LMDX_CONFIG is not read.

@@ -21,14 +21,26 @@ const char* HomePolicyName(HomePolicy policy);
 struct RegionPolicy {
   HomePolicy home = HomePolicy::kBlock;
   std::string protocol = "sc";
+  // What chose the protocol, for error texts ("the protocol of module \"workers\""); may be empty.
+  std::string chosen_by;
+};
+
+// Who creates the regions a node asks for: the default protocol of its module and the module's
+// name (both empty when the program runs without modules). Carried in every creation request, so
+// that rank 0, which places regions, applies the creator's default.
+struct Creator {
+  std::string protocol;
+  std::string module;
 };
 
 struct Options {
   std::uintptr_t base = 0x400000000000;
   std::uint64_t bytes = std::uint64_t{64} << 30;
-  // The policy of the region called name (a named variable, or "lmdx.collective.K"). Asked on
-  // rank 0 only, which places every region.
-  std::function<RegionPolicy(std::string_view name)> policy_for;
+  // The policy of the region called name (a named variable, or "lmdx.collective.K") created by
+  // creator. Asked on rank 0 only, which places every region.
+  std::function<RegionPolicy(std::string_view name, const Creator& creator)> policy_for;
+  // This node, as the creator of the regions it asks for.
+  Creator creator;
   bool stats = false;
   std::string stats_json = "lmdx-stats.json";
 };

@@ -149,11 +149,12 @@ void Service::RegisterHandlers() {
 
 // ---- Regions -------------------------------------------------------------------------------
 
-Region Service::PlaceRegion(const std::string& name, std::uint64_t bytes) {
-  RegionPolicy policy = options_.policy_for ? options_.policy_for(name) : RegionPolicy{};
+Region Service::PlaceRegion(const std::string& name, std::uint64_t bytes, const Creator& creator) {
+  RegionPolicy policy = options_.policy_for ? options_.policy_for(name, creator) : RegionPolicy{};
   if (policy.protocol != "sc") {
-    throw Error(LMDX_ERR_CONFIG, "\"" + name + "\" asks for protocol \"" + policy.protocol +
-                                     "\", which this LMDX does not have yet (it has: sc)");
+    std::string why = policy.chosen_by.empty() ? "" : " (" + policy.chosen_by + ")";
+    throw Error(LMDX_ERR_CONFIG, "\"" + name + "\" asks for protocol \"" + policy.protocol + "\"" +
+                                     why + ", which this LMDX does not have yet (it has: sc)");
   }
   std::uint64_t pages = (bytes + space_.page_bytes() - 1) / space_.page_bytes();
   if (pages > space_.variable_pages() - next_variable_page_) {
@@ -194,7 +195,8 @@ Region Service::FindOrCreate(const wire::VariableRequest& request, bool* found) 
     return {};
   }
   *found = true;
-  return PlaceRegion(request.name(), request.bytes());
+  return PlaceRegion(request.name(), request.bytes(),
+                     Creator{request.creator_protocol(), request.creator_module()});
 }
 
 void Service::Learn(const Region& region) {
@@ -234,6 +236,8 @@ void* Service::SharedVariable(const std::string& name, std::size_t bytes) {
   request.set_bytes(bytes);
   request.set_create(true);
   request.set_call("lmdx_shared_var");
+  request.set_creator_protocol(options_.creator.protocol);
+  request.set_creator_module(options_.creator.module);
   Region region;
   if (auto known = regions_.Named(name); known && known->bytes == bytes) {
     region = *known;
@@ -275,6 +279,8 @@ void* Service::AllocCollective(std::size_t bytes) {
   request.set_bytes(bytes);
   request.set_create(true);
   request.set_call("lmdx_alloc_collective");
+  request.set_creator_protocol(options_.creator.protocol);
+  request.set_creator_module(options_.creator.module);
   Region region;
   if (node_.rank() == 0) {
     bool found = false;

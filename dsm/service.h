@@ -68,7 +68,7 @@ class Service final : public consistency::PageMemory {
   consistency::Placement PlacementOf(PageId page) override;
 
  private:
-  Region PlaceRegion(const std::string& name, std::uint64_t bytes);
+  Region PlaceRegion(const std::string& name, std::uint64_t bytes, const Creator& creator);
   Region FindOrCreate(const wire::VariableRequest& request, bool* found);
   void Learn(const Region& region);
   std::optional<Region> RegionOf(PageId page);

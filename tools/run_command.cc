@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <system_error>
 
 #include "base/error.h"
@@ -23,8 +24,8 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions& options) {
       "NAME (no slash) is a sample, built as bazel-bin/samples/NAME/NAME; PATH is any "
       "executable.\nWhen a node dies the others are stopped and the launcher exits non-zero, "
       "naming the rank and the cause.\nThe configuration file (docs/configuration.md) is checked "
-      "before any node starts; without --config, LMDX_CONFIG names it.\nExample: lmdx run hello "
-      "-n 4 --tag-output");
+      "before any node starts; without --config, LMDX_CONFIG names it, and without either a "
+      "sample's own samples/NAME/NAME.conf is used.\nExample: lmdx run hello -n 4 --tag-output");
   run->add_option("program", options.target, "sample name or path of the executable")->required();
   run->add_option("args", options.args, "arguments for every node (after --)");
   run->add_option("-n,--nodes", options.nodes, "number of nodes (processes), at least 1")
@@ -93,7 +94,14 @@ fs::path ResolveProgram(const std::string& target, const Paths& paths) {
                    "); to run a program of your own, give its path, e.g. ./" + target);
 }
 
-std::string CheckConfiguration(const std::string& config_option) {
+fs::path SampleConfiguration(const std::string& target, const Paths& paths) {
+  if (target.find('/') != std::string::npos || paths.home().empty()) return {};
+  fs::path file = paths.home() / "samples" / target / (target + ".conf");
+  std::error_code ec;
+  return fs::is_regular_file(file, ec) ? file : fs::path();
+}
+
+std::string CheckConfiguration(const std::string& config_option, int nodes) {
   config::Environment env = config::ProcessEnvironment();
   std::string path = config_option;
   if (path.empty()) {
@@ -110,7 +118,10 @@ std::string CheckConfiguration(const std::string& config_option) {
       config::MakeSettings(config::Config(), env);  // the overrides alone
       return "";
     }
-    config::MakeSettings(config::LoadConfigFile(path), env, path);
+    config::SourceLines lines;
+    config::Config file = config::LoadConfigFile(path, &lines);
+    config::Settings settings = config::MakeSettings(file, env, path, &lines);
+    if (nodes > 0) settings.CheckModulesFit(nodes);
   } catch (const Error& e) {
     throw UsageError(e.what());
   }
@@ -118,10 +129,16 @@ std::string CheckConfiguration(const std::string& config_option) {
 }
 
 int RunCommand(const RunOptions& options, const Paths& paths) {
-  // Before anything is started: a mistake in the configuration starts no node.
-  std::string config_file = CheckConfiguration(options.config);
   LaunchSpec spec;
   spec.nodes = ParseNodeCount(options.nodes);
+  // A sample may bring its configuration (samples/NAME/NAME.conf); a file given beats it.
+  std::string config_option = options.config;
+  const char* from_environment = std::getenv("LMDX_CONFIG");
+  if (config_option.empty() && (from_environment == nullptr || *from_environment == '\0')) {
+    config_option = SampleConfiguration(options.target, paths).string();
+  }
+  // Before anything is started: a mistake in the configuration starts no node.
+  std::string config_file = CheckConfiguration(config_option, spec.nodes);
   if (!options.timeout.empty()) spec.timeout = ParseTimeout(options.timeout);
   spec.program = ResolveProgram(options.target, paths).string();
   spec.args = options.args;

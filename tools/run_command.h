@@ -36,10 +36,17 @@ std::filesystem::path ResolveProgram(const std::string& target, const Paths& pat
 // The samples in the repository: the folders under LMDX_HOME/samples, sorted.
 std::vector<std::string> AvailableSamples(const Paths& paths);
 
+// A sample's own configuration: LMDX_HOME/samples/NAME/NAME.conf when target is a sample's name
+// (no slash) and that file exists; empty otherwise. `lmdx run NAME` uses it when neither
+// --config nor LMDX_CONFIG names a file.
+std::filesystem::path SampleConfiguration(const std::string& target, const Paths& paths);
+
 // The configuration file the nodes will read: --config's, else LMDX_CONFIG's; "" when neither is
 // given. It is checked, with the LMDX_* overrides of the environment, before any node starts:
-// throws UsageError "FILE:LINE:COL: ..." on a mistake. Returns its absolute path.
-std::string CheckConfiguration(const std::string& config_option);
+// throws UsageError "FILE:LINE:COL: ..." on a mistake. With nodes > 0 its modules are checked
+// against a job of that many nodes too (a rank beyond it, a rank in no module). Returns its
+// absolute path.
+std::string CheckConfiguration(const std::string& config_option, int nodes = 0);
 
 // Starts the job and returns the launcher's exit status.
 int RunCommand(const RunOptions& options, const Paths& paths);

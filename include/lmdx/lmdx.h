@@ -160,6 +160,43 @@ int lmdx_port_send_done(lmdx_port_send_t handle);
  * vanished first) and frees the handle. */
 int lmdx_port_send_wait(lmdx_port_send_t handle);
 
+/* ---- Modules (docs/configuration.md#modules, docs/messages.md) ---------------------------------
+ * The configuration may declare modules (P-RIO): each a named entry point run by a set of ranks,
+ * with ports and links between them, and either sharing memory (under a protocol) or talking by
+ * messages only. Every rank of the job is in one module then. Mismatches between the program and
+ * the configuration (no modules, a port the module lacks, an unlinked port, a module with no
+ * entry) are LMDX_ERR_CONFIG naming them; a module that does not share memory gets
+ * LMDX_ERR_MISUSE from lmdx_malloc, lmdx_alloc_collective, lmdx_shared_var and lmdx_lookup. */
+typedef struct lmdx_module_entry {
+  const char* name;                   /* a module of the configuration */
+  int (*main)(int argc, char** argv); /* what its ranks run */
+} lmdx_module_entry;
+
+/* This rank's module: its name (NULL without modules), this rank's index in it and the number of
+ * its members (-1 without modules). Index i of a module is the i-th rank of its `ranks`. */
+const char* lmdx_module_name(void);
+int lmdx_module_rank(void);
+int lmdx_module_size(void);
+/* The job rank of member index of module (NULL: this rank's module). An unknown module or an
+ * index outside it is LMDX_ERR_INVALID_ARGUMENT. */
+int lmdx_module_member(const char* module, int index);
+/* SPMD style: runs this rank's module's entry with the program's arguments (as given to
+ * lmdx_init_spmd) and returns its status. entries ends with {NULL, NULL} and must hold every
+ * module of the configuration (others are ignored); one missing is LMDX_ERR_CONFIG naming it, on
+ * every rank. */
+int lmdx_run_modules(const lmdx_module_entry* entries);
+/* "<module>.<port>": the port name under which this module opens its port (lmdx_port_open);
+ * NULL on failure (the module has no such port). Valid until the process ends. */
+const char* lmdx_module_port(const char* port);
+/* Where this module's port is linked: the linked module's port name ("<module>.<port>", NULL on
+ * failure), the number of the linked module's members, and the job rank of its member index
+ * (outside the module: LMDX_ERR_INVALID_ARGUMENT). A port with no link from it is
+ * LMDX_ERR_CONFIG. A C program sends on a link with
+ * lmdx_port_send(lmdx_link_member(port, i), lmdx_link_port(port), type, bytes, len). */
+const char* lmdx_link_port(const char* port);
+int lmdx_link_size(const char* port);
+int lmdx_link_member(const char* port, int index);
+
 /* Synchronisation across nodes: named barriers, counting semaphores and locks. Names are the
  * interface: every thread of every node that uses the same name uses the same object. Each name
  * has a manager node chosen by hashing it. A name is one kind of object for the whole job.

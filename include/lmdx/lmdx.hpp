@@ -14,6 +14,7 @@
 #include <climits>
 #include <concepts>
 #include <cstddef>
+#include <initializer_list>
 #include <memory>
 #include <new>
 #include <optional>
@@ -22,6 +23,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace lmdx {
 
@@ -274,6 +276,95 @@ class Port {
   std::string name_;
   lmdx_port_t handle_;
 };
+
+// ---- Modules (lmdx.h, docs/configuration.md#modules, docs/messages.md) ------------------------
+//
+//   auto results = lmdx::module_port<Result>("results_in");  // this module's port, opened
+//   auto work = lmdx::link<WorkItem>("work_out");              // where this module's port leads
+//   work.send(2, item);                                         // to member 2 of the linked module
+//   work.send_all(stop);                                        // to every member
+
+// This rank's module: its name ("" without modules), this rank's index in it, its member count
+// (-1 without modules).
+inline std::string module_name() {
+  const char* name = lmdx_module_name();
+  return name != nullptr ? name : "";
+}
+inline int module_rank() { return lmdx_module_rank(); }
+inline int module_size() { return lmdx_module_size(); }
+// The job rank of a module's member.
+inline int module_member(const std::string& module, int index) {
+  return detail::check(lmdx_module_member(module.c_str(), index));
+}
+
+// Runs this rank's module's entry (lmdx_run_modules); entries need no {nullptr, nullptr} end.
+inline int run_modules(std::initializer_list<lmdx_module_entry> entries) {
+  std::vector<lmdx_module_entry> table(entries);
+  table.push_back(lmdx_module_entry{nullptr, nullptr});
+  return detail::check(lmdx_run_modules(table.data()));
+}
+
+namespace detail {
+inline const char* check_name(const char* name) {
+  if (name == nullptr) check(lmdx_last_error() < 0 ? lmdx_last_error() : LMDX_ERR_INTERNAL);
+  return name;
+}
+}  // namespace detail
+
+// Opens this module's port (declared in the configuration) as the lmdx::Port<M> named
+// "<module>.<port>".
+template <typename M>
+requires std::derived_from<M, google::protobuf::Message> Port<M> module_port(
+    const std::string& port) {
+  return Port<M>(detail::check_name(lmdx_module_port(port.c_str())));
+}
+
+// The sending end of this module's port: a message goes to the port the configuration links it
+// to, on one member of the linked module (by index) or on every member.
+template <typename M>
+class Link {
+  static_assert(std::is_base_of_v<google::protobuf::Message, M>,
+                "lmdx::Link<M> takes a protobuf message type");
+
+ public:
+  explicit Link(std::string port)
+      : port_(std::move(port)),
+        to_(detail::check_name(lmdx_link_port(port_.c_str()))),
+        size_(detail::check(lmdx_link_size(port_.c_str()))) {}
+
+  const std::string& port() const { return port_; }  // this module's port
+  const std::string& to() const { return to_; }      // "<module>.<port>" it leads to
+  int size() const { return size_; }                 // members of the linked module
+
+  // The port of the linked module's member index (outside the module: an error naming both).
+  PortAddress address(int index) const {
+    return PortAddress{detail::check(lmdx_link_member(port_.c_str(), index)), to_};
+  }
+  void send(int index, const M& message) const { lmdx::send(address(index), message); }
+  PortSend send_async(int index, const M& message) const {
+    return lmdx::send_async(address(index), message);
+  }
+  // To every member of the linked module, in index order (one send each).
+  void send_all(const M& message) const {
+    std::unique_ptr<std::string> bytes = detail::serialize(message);
+    for (int index = 0; index < size_; ++index) {
+      detail::check(lmdx_port_send(address(index).node, to_.c_str(),
+                                   M::descriptor()->full_name().c_str(), bytes->data(),
+                                   bytes->size()));
+    }
+  }
+
+ private:
+  std::string port_;
+  std::string to_;
+  int size_;
+};
+
+// lmdx::link<M>("work_out"): the sender of this module's port work_out.
+template <typename M>
+requires std::derived_from<M, google::protobuf::Message> Link<M> link(std::string port) {
+  return Link<M>(std::move(port));
+}
 
 // Synchronisation across nodes (see lmdx.h). Objects are looked up once, by name.
 class barrier {

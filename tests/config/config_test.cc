@@ -328,7 +328,7 @@ TEST(ConfigTest, UnknownFieldsAreErrors) {
             "region)");
   EXPECT_EQ(ParseError("\n\n   statistics { enabled: true }"),
             "job.conf:3:4: unknown field \"statistics\" at the top level (known: dsm, stats, "
-            "threads or network)");
+            "threads, network, module or link)");
   EXPECT_EQ(ParseError("dsm { region { name: \"a\" unit: 4 } }"),
             "job.conf:1:26: unknown field \"unit\" in dsm.region (known: name, protocol or home)");
   // Columns count a tab as protobuf does: to the next multiple of 8, as compilers show them.

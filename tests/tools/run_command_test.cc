@@ -81,6 +81,15 @@ TEST_F(ResolveProgramTest, MissingOrNotExecutable) {
   EXPECT_THROW(ResolveProgram((home_ / "samples").string(), paths()), UsageError);  // a folder
 }
 
+TEST_F(ResolveProgramTest, SampleConfiguration) {
+  EXPECT_EQ(SampleConfiguration("hello", paths()), fs::path());  // no hello.conf
+  std::ofstream(home_ / "samples" / "hello" / "hello.conf") << "";
+  EXPECT_EQ(SampleConfiguration("hello", paths()), home_ / "samples" / "hello" / "hello.conf");
+  EXPECT_EQ(SampleConfiguration("./hello", paths()), fs::path());  // a path, not a sample
+  EXPECT_EQ(SampleConfiguration("ring", paths()), fs::path());
+  EXPECT_EQ(SampleConfiguration("hello", Paths({}, home_ / "bazel-bin")), fs::path());
+}
+
 // `lmdx run --config FILE` and LMDX_CONFIG, through the real tool binary. The node is a shell
 // script that leaves a file per rank and prints the LMDX_CONFIG it was given.
 class RunConfigTest : public ::testing::Test {
@@ -171,6 +180,54 @@ TEST_F(RunConfigTest, NodesGetTheAbsolutePath) {
   std::string line = "LMDX_CONFIG=" + (dir_ / "job.conf").string();
   EXPECT_EQ(testing::Lines(outcome.out), (std::vector<std::string>{line, line}));
   EXPECT_EQ(Started(), 2);
+}
+
+// A sample run by name takes samples/NAME/NAME.conf unless a file is given.
+TEST_F(RunConfigTest, ASampleRunByNameTakesItsOwnConfiguration) {
+  fs::create_directories(dir_ / "samples" / "demo");
+  fs::create_directories(dir_ / "bazel-bin" / "samples" / "demo");
+  fs::copy_file(node_, dir_ / "bazel-bin" / "samples" / "demo" / "demo");
+  std::string own = Write("samples/demo/demo.conf", kGood);
+  std::string good = Write("good.conf", kGood);
+  const std::string home = "LMDX_HOME=" + dir_.string();
+  testing::Outcome outcome =
+      testing::RunProcess({Lmdx(), "run", "demo", "-n", "1"}, {"-LMDX_CONFIG", home});
+  ASSERT_EQ(outcome.code, 0) << outcome.err;
+  EXPECT_EQ(outcome.out, "LMDX_CONFIG=" + own + "\n");
+  outcome = testing::RunProcess({Lmdx(), "run", "demo", "-n", "1", "--config", good},
+                                {"-LMDX_CONFIG", home});
+  EXPECT_EQ(outcome.out, "LMDX_CONFIG=" + good + "\n");
+  outcome = testing::RunProcess({Lmdx(), "run", "demo", "-n", "1"}, {"LMDX_CONFIG=" + good, home});
+  EXPECT_EQ(outcome.out, "LMDX_CONFIG=" + good + "\n");
+  // The same program by path takes none.
+  outcome = testing::RunProcess({Lmdx(), "run", node_.string(), "-n", "1"}, {"-LMDX_CONFIG", home});
+  EXPECT_EQ(outcome.out, "LMDX_CONFIG=\n");
+  // And a sample's file is checked like any other.
+  Write("samples/demo/demo.conf", kBad);
+  outcome = testing::RunProcess({Lmdx(), "run", "demo", "-n", "1"}, {"-LMDX_CONFIG", home});
+  EXPECT_EQ(outcome.code, 2);
+  EXPECT_EQ(outcome.err, "lmdx run: " + own + kBadMessage);
+}
+
+TEST_F(RunConfigTest, ModulesMustFitTheNodeCount) {
+  std::string conf = Write("modules.conf", "module { name: \"all\" ranks: \"0-2\" }\n");
+  testing::Outcome outcome = testing::RunProcess(
+      {Lmdx(), "run", node_.string(), "-n", "2", "--config", conf}, {"-LMDX_CONFIG"});
+  EXPECT_EQ(outcome.code, 2);
+  EXPECT_EQ(outcome.err, "lmdx run: " + conf +
+                             ":1:22: module[0].ranks: rank 2 of module \"all\" (ranks \"0-2\") "
+                             "is beyond the job's 2 ranks (0 to 1)\n");
+  outcome = testing::RunProcess({Lmdx(), "run", node_.string(), "-n", "4", "--config", conf},
+                                {"-LMDX_CONFIG"});
+  EXPECT_EQ(outcome.code, 2);
+  EXPECT_EQ(outcome.err, "lmdx run: " + conf +
+                             ": rank 3 of the job's 4 ranks (0 to 3) is in no module; when modules "
+                             "are declared every rank runs one (modules: all 0-2)\n");
+  EXPECT_EQ(Started(), 0);
+  outcome = testing::RunProcess({Lmdx(), "run", node_.string(), "-n", "3", "--config", conf},
+                                {"-LMDX_CONFIG"});
+  EXPECT_EQ(outcome.code, 0) << outcome.err;
+  EXPECT_EQ(Started(), 3);
 }
 
 TEST_F(RunConfigTest, ConfigOptionBeatsLmdxConfig) {
