@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "config/config.h"
 #include "dsm/service.h"
+#include "threads/service.h"
 #include "net/bootstrap.h"
 #include "net/rendezvous_server.h"
 #include "sync/service.h"
@@ -68,6 +69,13 @@ dsm::Options DsmOptions(const config::Settings& settings) {
   return options;
 }
 
+threads::Service::Options ThreadOptions(const config::Settings& settings) {
+  threads::Service::Options options;
+  options.placement = settings.placement == config::LEAST_LOADED ? threads::Placement::kLeastLoaded
+                                                                 : threads::Placement::kRoundRobin;
+  return options;
+}
+
 // Every layer's part of a node, in place before the node joins the job.
 void AttachLayers(net::Node& node) {
   runtime.ports = std::make_unique<net::Ports>(node);
@@ -75,6 +83,7 @@ void AttachLayers(net::Node& node) {
   sync::Attach(node);
   dsm::Attach(node, DsmOptions(config::CurrentSettings()));
   dsm::Current()->SetFatalHandler([](const std::string& message) { ExitAfterPeerLoss(message); });
+  threads::Attach(node, ThreadOptions(config::CurrentSettings()));
 }
 
 // LMDX_STATS: rank 0 gathers every node's figures while they all still serve.

@@ -414,6 +414,7 @@ bool Service::HandleFault(void* address) {
     consistency::Counters::Add(wanted == Access::kRead ? counters_.read_faults
                                                        : counters_.write_faults);
     std::uint64_t start = MonotonicNs();
+    net::NoParkingScope in_signal_handler;  // see net/completion.h: no fiber switch in here
     protocol_->Obtain(page, wanted);
     consistency::Counters::Add(counters_.fault_ns, MonotonicNs() - start);
   } catch (const std::exception& error) {

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 
 namespace lmdx::net {
@@ -19,9 +20,42 @@ class CompletionDriver {
   virtual void DriveBriefly(Completion& completion) = 0;
 };
 
+// Lets a runtime wait yield a user-level thread (threads/) instead of blocking its OS thread. The
+// threads layer installs one; net/ knows nothing more of it.
+class Parking {
+ public:
+  virtual ~Parking() = default;
+  // The calling user-level thread, or nullptr when the caller is a plain OS thread.
+  virtual void* Current() = 0;
+  // Parks the calling user-level thread until Wake; a Wake that came first is remembered.
+  virtual void Park() = 0;
+  virtual void Wake(void* thread) = 0;
+};
+
+// While one is alive on a thread, waits on it block the OS thread even on a user-level thread: a
+// page fault is served inside the SIGSEGV handler, where the signal stays blocked for the OS
+// thread until the handler returns, so another user-level thread switched in there could not
+// take a fault of its own.
+class NoParkingScope {
+ public:
+  NoParkingScope() { ++depth_; }
+  ~NoParkingScope() { --depth_; }
+  NoParkingScope(const NoParkingScope&) = delete;
+  NoParkingScope& operator=(const NoParkingScope&) = delete;
+  static bool active() { return depth_ > 0; }
+
+ private:
+  static inline thread_local int depth_ = 0;
+};
+
+// Who is calling, as the runtime tells threads apart (a lock's holder, a barrier's participant):
+// the LMDX user-level thread when the caller runs on one (several share an OS thread), else the
+// OS thread. Never 0.
+std::uint64_t CurrentThreadKey();
+
 // A one-shot event an application thread waits on while the network finishes its request (a
 // reply, a receive, the send of a borrowed buffer). It is the single place where a runtime call
-// blocks, so that LMDX's user-level threads can later yield here instead.
+// blocks: a user-level thread parks here and its worker runs another.
 //
 // A waiter first polls the network itself for a few tens of microseconds (an answer to a request
 // usually comes back within that time), then sleeps until the progress thread signals it. So a
@@ -30,15 +64,33 @@ class Completion {
  public:
   // The process's driver (its node's progress engine), or none: then Wait only sleeps.
   static void SetDriver(CompletionDriver* driver) { driver_.store(driver); }
+  static void SetParking(Parking* parking) { parking_.store(parking); }
+  static Parking* parking() { return parking_.load(std::memory_order_acquire); }
 
-  // Notifies under the lock: the waiter owns this object and may destroy it once it has seen
-  // done_ and taken the lock once more (Settle), so nothing here touches it after the unlock.
+  // Notifies (and wakes a parked user-level thread) under the lock: the waiter owns this object
+  // and may destroy it, and itself end, once it has seen done_ and taken the lock once more, so
+  // nothing here touches either after the unlock.
   void Signal() {
     std::lock_guard lock(mutex_);
     done_.store(true, std::memory_order_release);
     ready_.notify_all();
+    if (parked_ != nullptr) parking_.load(std::memory_order_acquire)->Wake(parked_);
   }
   void Wait() {
+    Parking* parking = parking_.load(std::memory_order_acquire);
+    void* self = parking != nullptr && !NoParkingScope::active() ? parking->Current() : nullptr;
+    if (self != nullptr) {
+      // A user-level thread lets the others of its worker run rather than poll the network.
+      for (;;) {
+        {
+          std::lock_guard lock(mutex_);
+          parked_ = nullptr;
+          if (done()) return;
+          parked_ = self;
+        }
+        parking->Park();
+      }
+    }
     if (!done()) {
       CompletionDriver* driver = driver_.load(std::memory_order_acquire);
       if (driver != nullptr) driver->DriveBriefly(*this);
@@ -46,7 +98,8 @@ class Completion {
     std::unique_lock lock(mutex_);
     ready_.wait(lock, [this] { return done(); });
   }
-  // False when the time ran out first. Polls the network briefly first, as Wait does.
+  // False when the time ran out first. Polls the network briefly first, as Wait does. Blocks the
+  // OS thread even on a user-level thread (parking has no timeout yet).
   bool WaitFor(std::chrono::milliseconds timeout) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
     if (!done()) {
@@ -60,10 +113,23 @@ class Completion {
 
  private:
   static inline std::atomic<CompletionDriver*> driver_{nullptr};
+  static inline std::atomic<Parking*> parking_{nullptr};
+  void* parked_ = nullptr;  // the user-level thread parked in Wait, guarded by mutex_
   std::mutex mutex_;
   std::condition_variable ready_;
   std::atomic<bool> done_{false};
 };
+
+inline std::uint64_t CurrentThreadKey() {
+  Parking* parking = Completion::parking();
+  if (void* user_thread = parking != nullptr ? parking->Current() : nullptr) {
+    return reinterpret_cast<std::uintptr_t>(user_thread);
+  }
+  // OS threads get numbers with the top bit set: user-space pointers never have it.
+  static std::atomic<std::uint64_t> next{1};
+  thread_local const std::uint64_t key = (std::uint64_t{1} << 63) | next.fetch_add(1);
+  return key;
+}
 
 }  // namespace lmdx::net
 

@@ -178,7 +178,7 @@ void Service::WaitFor(Waiter& waiter) {
 
 std::shared_ptr<Waiter> Service::NewWaiterLocked(std::uint64_t& id) {
   auto waiter = std::make_shared<Waiter>();
-  waiter->thread = std::this_thread::get_id();
+  waiter->thread = net::CurrentThreadKey();
   id = next_waiter_++;
   waiters_[id] = waiter;
   return waiter;
@@ -237,7 +237,7 @@ Service::Managed& Service::ManagedLocked(const std::string& name, ObjectKind kin
 
 void Service::Lock(Object* lock) {
   auto hooks = CurrentConsistencyHooks();
-  const auto self = std::this_thread::get_id();
+  const auto self = net::CurrentThreadKey();
   std::shared_ptr<Waiter> waiter;
   Actions actions;
   bool fast = false;
@@ -280,7 +280,7 @@ void Service::Lock(Object* lock) {
 
 bool Service::TryLock(Object* lock) {
   auto hooks = CurrentConsistencyHooks();
-  const auto self = std::this_thread::get_id();
+  const auto self = net::CurrentThreadKey();
   bool local = false;
   std::string local_payload;
   {
@@ -337,7 +337,7 @@ bool Service::TryLock(Object* lock) {
 }
 
 void Service::Unlock(Object* lock) {
-  const auto self = std::this_thread::get_id();
+  const auto self = net::CurrentThreadKey();
   {
     std::lock_guard guard(mutex_);
     if (!lock->held) {
@@ -520,9 +520,7 @@ void Service::Barrier(Object* barrier) {
   message.set_name(barrier->name);
   message.set_flag(known == passes.end());
   message.set_value(static_cast<std::int64_t>(known == passes.end() ? 0 : known->second));
-  static std::atomic<std::uint64_t> next_participant{1};
-  thread_local const std::uint64_t participant = next_participant.fetch_add(1);
-  message.set_participant(participant);
+  message.set_participant(net::CurrentThreadKey());
   message.add_payloads(hooks->OnRelease({ObjectKind::kBarrier, barrier->name}));
   std::shared_ptr<Waiter> waiter;
   {
@@ -624,7 +622,7 @@ void Service::BarrierAll() {
                                        "rank calls it)");
     }
     waiter = std::make_shared<Waiter>();
-    waiter->thread = std::this_thread::get_id();
+    waiter->thread = net::CurrentThreadKey();
     all_waiter_ = waiter;
     all_own_payload_ = std::move(payload);
     AllTryAdvanceLocked(all_epoch_, actions);

@@ -37,7 +37,7 @@ struct Waiter {
   std::string text;
   std::vector<std::string> payloads;
   std::uint64_t round = 0;
-  std::thread::id thread;
+  std::uint64_t thread = 0;  // net::CurrentThreadKey() of the waiting thread
 };
 
 // This node's view of one named object. Handles given to the C API point to these; they live as
@@ -50,7 +50,7 @@ struct Object {
   // Locks: the distributed queue's local end.
   bool token_here = false;  // the lock's token is at this node
   bool held = false;        // a thread of this node holds it
-  std::thread::id holder;
+  std::uint64_t holder = 0;  // net::CurrentThreadKey() of the holding thread
   std::deque<std::shared_ptr<Waiter>> queue;  // threads of this node waiting, in order
   bool requested = false;                     // this node's request is in the distributed queue
   bool trying = false;                        // a remote trylock of this node is under way

@@ -55,6 +55,14 @@ Scheduler::Scheduler(Options options) : options_(options) {
 }
 
 Scheduler::~Scheduler() {
+  if (abandoned_.load(std::memory_order_acquire)) {
+    // Threads still running may touch their worker: it must outlive this object.
+    for (auto& worker : workers_) {
+      worker->thread.detach();
+      static_cast<void>(worker.release());  // NOLINT(bugprone-unused-return-value): kept to the end
+    }
+    return;
+  }
   {
     std::unique_lock lock(live_mutex_);
     all_ended_.wait(lock, [this] { return live_.load(std::memory_order_acquire) == 0; });

@@ -50,8 +50,10 @@ class Scheduler {
   };
 
   explicit Scheduler(Options options);
-  // Waits for every user-level thread to end, then stops the workers.
+  // Waits for every user-level thread to end, then stops the workers; after Abandon, leaves the
+  // workers running and returns at once (the process is ending and takes them with it).
   ~Scheduler();
+  void Abandon() { abandoned_.store(true, std::memory_order_release); }
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
@@ -81,6 +83,7 @@ class Scheduler {
   Options options_;
   std::vector<std::unique_ptr<SchedulerWorker>> workers_;
   std::atomic<std::size_t> next_worker_{0};
+  std::atomic<bool> abandoned_{false};
   std::atomic<std::size_t> live_{0};
   std::mutex live_mutex_;
   std::condition_variable all_ended_;

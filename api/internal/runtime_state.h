@@ -21,8 +21,12 @@ net::Node* CurrentNode();
 int Fail(const char* call, int code, const std::string& message);
 
 // Runs body (returning an int result) and turns lmdx::Error into Fail(call, ...).
+// An LMDX thread killed by lmdx_kill_thread ends here, at its next call into LMDX.
+void EndThreadIfKilled();
+
 template <typename Body>
 int Guard(const char* call, Body body) {
+  EndThreadIfKilled();
   try {
     return body();
   } catch (const Error& error) {

@@ -14,6 +14,7 @@
 #define LMDX_LMDX_H_
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -282,6 +283,43 @@ int lmdx_is_shared(const void* address);
   lmdx_put((shared_destination), (source), (bytes))
 #define LMDX_malloc(bytes) lmdx_malloc(bytes)
 #define LMDX_freemem(block) lmdx_free(block)
+
+/* ---- LMDX threads ----------------------------------------------------------------------------
+ * Functions of the program started on any node of the job, as user-level threads of that node
+ * (docs/threads.md). Any function of the program can be started: every node runs the same
+ * executable. `arg` is passed unchanged, so it should point into shared memory or carry a number.
+ * A thread blocked in LMDX (lock, barrier, semaphore, receive, join) lets another thread of its
+ * node run. */
+typedef uint64_t lmdx_thread_t;
+#define LMDX_THREAD_INVALID ((lmdx_thread_t)UINT64_MAX)
+/* The result of a killed thread. */
+#define LMDX_KILLED ((void*)(intptr_t)-1)
+
+/* Starts fn(arg) on the node the placement policy chooses (round-robin by default); joinable.
+ * LMDX_THREAD_INVALID on failure. */
+lmdx_thread_t lmdx_start_thread(void* (*fn)(void*), void* arg);
+/* The same, detached: nobody joins it. */
+lmdx_thread_t lmdx_start_dthread(void* (*fn)(void*), void* arg);
+/* The same on a given node (rank). */
+lmdx_thread_t lmdx_start_thread_on(int node, void* (*fn)(void*), void* arg);
+/* Waits for the thread to end, from any node, and returns its result (NULL on failure: check
+ * lmdx_last_error() in LMDX_ERRORS_RETURN mode). Joining a detached or already joined thread is
+ * LMDX_ERR_MISUSE. */
+void* lmdx_join_thread(lmdx_thread_t thread);
+/* Ends the thread at its next call into LMDX, with LMDX_KILLED as its result. */
+int lmdx_kill_thread(lmdx_thread_t thread);
+/* Ends the calling LMDX thread with result; returns (LMDX_ERR_MISUSE) only outside one. */
+int lmdx_exit_thread(void* result);
+/* The calling thread's id (a node's main thread has one too). */
+lmdx_thread_t lmdx_thread_self(void);
+/* The node a thread runs on. */
+int lmdx_thread_node(lmdx_thread_t thread);
+
+#define LMDX_start_thread(fn, arg) lmdx_start_thread((fn), (arg))
+#define LMDX_start_dthread(fn, arg) lmdx_start_dthread((fn), (arg))
+#define LMDX_join_thread(t) lmdx_join_thread(t)
+#define LMDX_kill_thread(t) lmdx_kill_thread(t)
+#define LMDX_exit_thread(result) lmdx_exit_thread(result)
 
 /* Ends the whole job now with the given status and message (printed by this rank). */
 void lmdx_abort(int status, const char* message);

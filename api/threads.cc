@@ -1,0 +1,91 @@
+// LMDX threads: lmdx_start_thread and the calls around it, over the execution manager
+// (threads/service.h).
+#include <string>
+
+#include "api/internal/runtime_state.h"
+#include "threads/service.h"
+
+namespace lmdx::api {
+namespace {
+
+threads::Service& RequireThreads(const char* call) {
+  RequireNode(call);
+  threads::Service* service = threads::Current();
+  if (service == nullptr)
+    throw Error(LMDX_ERR_NOT_INITIALIZED, "the execution manager is not running");
+  return *service;
+}
+
+lmdx_thread_t StartThread(const char* call, int node, void* (*fn)(void*), void* arg,
+                          bool detached) {
+  lmdx_thread_t id = LMDX_THREAD_INVALID;
+  Guard(call, [&] {
+    id = RequireThreads(call).Start(fn, arg, node, detached);
+    return LMDX_OK;
+  });
+  return id;
+}
+
+}  // namespace
+
+void EndThreadIfKilled() {
+  threads::Service* service = threads::Current();
+  if (service != nullptr) service->ExitIfKilled();
+}
+
+}  // namespace lmdx::api
+
+extern "C" {
+
+lmdx_thread_t lmdx_start_thread(void* (*fn)(void*), void* arg) {
+  return lmdx::api::StartThread("lmdx_start_thread", -1, fn, arg, false);
+}
+
+lmdx_thread_t lmdx_start_dthread(void* (*fn)(void*), void* arg) {
+  return lmdx::api::StartThread("lmdx_start_dthread", -1, fn, arg, true);
+}
+
+lmdx_thread_t lmdx_start_thread_on(int node, void* (*fn)(void*), void* arg) {
+  if (node < 0) {
+    lmdx::api::Fail("lmdx_start_thread_on", LMDX_ERR_INVALID_ARGUMENT,
+                    "node " + std::to_string(node) + " is not a rank");
+    return LMDX_THREAD_INVALID;
+  }
+  return lmdx::api::StartThread("lmdx_start_thread_on", node, fn, arg, false);
+}
+
+void* lmdx_join_thread(lmdx_thread_t thread) {
+  void* result = nullptr;
+  lmdx::api::Guard("lmdx_join_thread", [&] {
+    result = lmdx::api::RequireThreads("lmdx_join_thread").Join(thread);
+    return LMDX_OK;
+  });
+  return result;
+}
+
+int lmdx_kill_thread(lmdx_thread_t thread) {
+  return lmdx::api::Guard("lmdx_kill_thread", [&] {
+    lmdx::api::RequireThreads("lmdx_kill_thread").Kill(thread);
+    return LMDX_OK;
+  });
+}
+
+int lmdx_exit_thread(void* result) {
+  lmdx::threads::Service* service = lmdx::threads::Current();
+  if (service != nullptr && lmdx::threads::Scheduler::Current() != nullptr) {
+    service->Exit(result);  // does not return: unwinds to the thread's outermost frame
+  }
+  return lmdx::api::Fail("lmdx_exit_thread", LMDX_ERR_MISUSE,
+                         "called outside an LMDX thread (main ends by returning)");
+}
+
+lmdx_thread_t lmdx_thread_self(void) {
+  lmdx::threads::Service* service = lmdx::threads::Current();
+  return service != nullptr ? service->Self() : LMDX_THREAD_INVALID;
+}
+
+int lmdx_thread_node(lmdx_thread_t thread) {
+  return thread == LMDX_THREAD_INVALID ? -1 : lmdx::threads::Service::NodeOf(thread);
+}
+
+}  // extern "C"

@@ -1,0 +1,203 @@
+// Checks of LMDX threads across nodes, threads style (rank 0 runs main, the others serve). One
+// scenario per run (argv[1]); rank 0 prints "verified: SCENARIO" or ends the job with the first
+// difference from what a sequential run gives.
+#include <lmdx/lmdx.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+[[noreturn]] void Die(const std::string& what) {
+  std::string text = "FAILED: " + what;
+  lmdx_abort(2, text.c_str());
+  std::abort();
+}
+
+void Check(bool ok, const std::string& what) {
+  if (!ok) Die(what);
+}
+
+std::intptr_t Number(void* pointer) { return reinterpret_cast<std::intptr_t>(pointer); }
+void* Pointer(std::intptr_t number) { return reinterpret_cast<void*>(number); }
+
+std::int64_t* SharedCounter() {
+  return static_cast<std::int64_t*>(lmdx_shared_var("counter", sizeof(std::int64_t)));
+}
+
+// Returns i * i and, in the upper bits, the node it ran on; counts itself under a lock.
+void* Square(void* argument) {
+  std::intptr_t i = Number(argument);
+  lmdx_lock("counter_lock");
+  *SharedCounter() += 1;
+  lmdx_unlock("counter_lock");
+  return Pointer((static_cast<std::intptr_t>(lmdx_thread_node(lmdx_thread_self())) << 32) | (i * i));
+}
+
+void Many(int count) {
+  int size = lmdx_size();
+  std::vector<lmdx_thread_t> threads;
+  threads.reserve(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) threads.push_back(lmdx_start_thread(Square, Pointer(i)));
+  std::vector<int> per_node(static_cast<std::size_t>(size), 0);
+  for (int i = 0; i < count; ++i) {
+    Check(threads[i] != LMDX_THREAD_INVALID, "lmdx_start_thread failed");
+    std::intptr_t result = Number(lmdx_join_thread(threads[i]));
+    Check((result & 0xffffffff) == static_cast<std::intptr_t>(i) * i,
+          "thread " + std::to_string(i) + " returned " + std::to_string(result & 0xffffffff));
+    int node = static_cast<int>(result >> 32);
+    Check(node == lmdx_thread_node(threads[i]), "a thread ran on another node than its id says");
+    per_node[static_cast<std::size_t>(node)] += 1;
+  }
+  for (int node = 0; node < size; ++node) {
+    Check(per_node[node] == count / size, "round-robin gave node " + std::to_string(node) + " " +
+                                              std::to_string(per_node[node]) + " threads");
+  }
+  Check(*SharedCounter() == count, "the shared counter is " + std::to_string(*SharedCounter()));
+}
+
+void* CountAndSignal(void*) {
+  lmdx_lock("counter_lock");
+  *SharedCounter() += 1;
+  lmdx_unlock("counter_lock");
+  lmdx_sema_v("done");
+  return nullptr;
+}
+
+void Detached(int count) {
+  lmdx_sema_init("done", 0);
+  for (int i = 0; i < count; ++i) {
+    Check(lmdx_start_dthread(CountAndSignal, nullptr) != LMDX_THREAD_INVALID, "start_dthread");
+  }
+  for (int i = 0; i < count; ++i) lmdx_sema_p("done");
+  Check(*SharedCounter() == count, "detached threads counted " + std::to_string(*SharedCounter()));
+  lmdx_set_error_mode(LMDX_ERRORS_RETURN);
+  lmdx_thread_t detached = lmdx_start_dthread(CountAndSignal, nullptr);
+  Check(lmdx_join_thread(detached) == nullptr && lmdx_last_error() == LMDX_ERR_MISUSE,
+        "joining a detached thread was not refused");
+  lmdx_set_error_mode(LMDX_ERRORS_ARE_FATAL);
+  lmdx_sema_p("done");
+}
+
+void* Spin(void*) {
+  for (;;) {
+    if (lmdx_trylock("never_free") == 0) lmdx_unlock("never_free");  // a call into LMDX
+  }
+  return nullptr;
+}
+
+void Kill() {
+  for (int node = 0; node < lmdx_size(); ++node) {
+    lmdx_thread_t spinner = lmdx_start_thread_on(node, Spin, nullptr);
+    Check(lmdx_kill_thread(spinner) == LMDX_OK, "lmdx_kill_thread");
+    Check(lmdx_join_thread(spinner) == LMDX_KILLED, "a killed thread did not end as killed");
+  }
+}
+
+void* Leaf(void* argument) { return Pointer(Number(argument) + 1); }
+
+// Starts one thread on every node and returns the sum of their results.
+void* Parent(void*) {
+  std::vector<lmdx_thread_t> children;
+  for (int node = 0; node < lmdx_size(); ++node) {
+    children.push_back(lmdx_start_thread_on(node, Leaf, Pointer(node * 10)));
+  }
+  std::intptr_t sum = 0;
+  for (lmdx_thread_t child : children) sum += Number(lmdx_join_thread(child));
+  return Pointer(sum);
+}
+
+void Nested() {
+  std::intptr_t expected = 0;
+  for (int node = 0; node < lmdx_size(); ++node) expected += node * 10 + 1;
+  for (int node = 0; node < lmdx_size(); ++node) {
+    lmdx_thread_t parent = lmdx_start_thread_on(node, Parent, nullptr);
+    Check(lmdx_thread_node(parent) == node, "lmdx_start_thread_on placed it elsewhere");
+    Check(Number(lmdx_join_thread(parent)) == expected, "nested threads summed wrong");
+  }
+}
+
+std::intptr_t Deep(int depth) {
+  if (depth == 0) lmdx_exit_thread(Pointer(42));
+  return Deep(depth - 1) + 1;
+}
+
+void* Exiting(void*) { return Pointer(Deep(5)); }
+
+// A thread on one node joins a thread running on another; ids travel through shared memory.
+void* Waiter(void* slot) {
+  auto* id = static_cast<lmdx_thread_t*>(slot);
+  return lmdx_join_thread(*id);
+}
+
+void* Sleeper(void*) {
+  lmdx_sema_p("wake_sleeper");
+  return Pointer(7);
+}
+
+void ExitAndRemoteJoin() {
+  lmdx_thread_t exiting = lmdx_start_thread_on(lmdx_size() - 1, Exiting, nullptr);
+  Check(Number(lmdx_join_thread(exiting)) == 42, "lmdx_exit_thread's result was lost");
+  lmdx_sema_init("wake_sleeper", 0);
+  auto* slot = static_cast<lmdx_thread_t*>(lmdx_shared_var("sleeper_id", sizeof(lmdx_thread_t)));
+  *slot = lmdx_start_thread_on(1 % lmdx_size(), Sleeper, nullptr);
+  lmdx_thread_t waiter = lmdx_start_thread_on(lmdx_size() - 1, Waiter, slot);
+  lmdx_sema_v("wake_sleeper");
+  Check(Number(lmdx_join_thread(waiter)) == 7, "a join from another node got the wrong result");
+  lmdx_set_error_mode(LMDX_ERRORS_RETURN);
+  Check(lmdx_exit_thread(nullptr) == LMDX_ERR_MISUSE, "main was allowed lmdx_exit_thread");
+  lmdx_set_error_mode(LMDX_ERRORS_ARE_FATAL);
+}
+
+void* Blocked(void*) {
+  lmdx_sema_p("release_blocked");
+  return Pointer(lmdx_thread_node(lmdx_thread_self()));
+}
+
+// LMDX_PLACEMENT=least_loaded: threads that stay blocked spread evenly, whatever order.
+void LeastLoaded(int per_node) {
+  int size = lmdx_size();
+  lmdx_sema_init("release_blocked", 0);
+  std::vector<lmdx_thread_t> threads;
+  std::vector<int> per(static_cast<std::size_t>(size), 0);
+  for (int i = 0; i < per_node * size; ++i) {
+    threads.push_back(lmdx_start_thread(Blocked, nullptr));
+    per[static_cast<std::size_t>(lmdx_thread_node(threads.back()))] += 1;
+  }
+  for (int node = 0; node < size; ++node) {
+    Check(per[node] == per_node, "least-loaded gave node " + std::to_string(node) + " " +
+                                     std::to_string(per[node]) + " threads");
+  }
+  for (std::size_t i = 0; i < threads.size(); ++i) lmdx_sema_v("release_blocked");
+  for (lmdx_thread_t thread : threads) lmdx_join_thread(thread);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  lmdx_init(&argc, &argv);  // only rank 0 returns
+  std::string scenario = argc > 1 ? argv[1] : "";
+  int number = argc > 2 ? std::atoi(argv[2]) : 100;
+  if (scenario == "many") {
+    Many(number);
+  } else if (scenario == "detached") {
+    Detached(number);
+  } else if (scenario == "kill") {
+    Kill();
+  } else if (scenario == "nested") {
+    Nested();
+  } else if (scenario == "exit") {
+    ExitAndRemoteJoin();
+  } else if (scenario == "least_loaded") {
+    LeastLoaded(number);
+  } else {
+    Die("unknown scenario '" + scenario + "'");
+  }
+  std::printf("verified: %s on %d nodes\n", scenario.c_str(), lmdx_size());
+  return 0;
+}

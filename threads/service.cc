@@ -1,0 +1,305 @@
+#include "threads/service.h"
+
+#include <optional>
+#include <string>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "threads/function_address.h"
+#include "threads/threads.pb.h"
+
+namespace lmdx::threads {
+namespace {
+
+constexpr net::MessageType TypeOf(int offset) noexcept {
+  return static_cast<net::MessageType>(static_cast<int>(net::MessageType::kFirstThreads) + offset);
+}
+constexpr net::MessageType kThreadStart = TypeOf(0);
+constexpr net::MessageType kThreadJoin = TypeOf(1);
+constexpr net::MessageType kThreadKill = TypeOf(2);
+constexpr net::MessageType kThreadLoad = TypeOf(3);
+
+constexpr int kNumberBits = 40;
+
+// Ends an LMDX thread from inside (lmdx_exit_thread, or a kill seen at a blocking call): thrown,
+// and caught by the thread's outermost frame, so every C++ destructor on the way runs.
+struct ThreadExit {
+  void* result;
+};
+
+std::string Id(std::uint64_t id) {
+  return "thread " + std::to_string(Service::NodeOf(id)) + ":" +
+         std::to_string(id & ((std::uint64_t{1} << kNumberBits) - 1));
+}
+
+template <typename Message>
+Message Parse(const std::string& body, const char* what) {
+  Message parsed;
+  if (!parsed.ParseFromString(body))
+    throw Error(LMDX_ERR_INTERNAL, std::string("a malformed ") + what);
+  return parsed;
+}
+
+// Runtime waits on an LMDX thread park it and run another thread of its worker.
+class FiberParking final : public net::Parking {
+ public:
+  void* Current() override { return Scheduler::Current(); }
+  void Park() override { Scheduler::Park(); }
+  void Wake(void* thread) override { Scheduler::Wake(static_cast<UserThread*>(thread)); }
+};
+
+FiberParking fiber_parking;
+
+std::mutex current_mutex;
+std::shared_ptr<Service> current_service;
+std::atomic<Service*> current_pointer{nullptr};
+
+}  // namespace
+
+Service::Service(net::Node& node, Options options)
+    : node_(node),
+      options_(options),
+      scheduler_(options.scheduler),
+      next_node_((node.rank() + 1) % node.size()) {}
+
+Service::~Service() { scheduler_.Abandon(); }
+
+void Service::RegisterHandlers() {
+  net::SetMessageTypeName(kThreadStart, "thread-start");
+  net::SetMessageTypeName(kThreadJoin, "thread-join");
+  net::SetMessageTypeName(kThreadKill, "thread-kill");
+  net::SetMessageTypeName(kThreadLoad, "thread-load");
+  node_.Handle(kThreadLoad, [this](net::InboundMessage&, const net::ReplyTo* to) {
+    if (to == nullptr) return;
+    wire::Result load;
+    load.set_value(running());
+    node_.Reply(*to, load.SerializeAsString());
+  });
+  node_.Handle(kThreadStart, [this](net::InboundMessage& message, const net::ReplyTo* to) {
+    if (to == nullptr) return;
+    auto start = Parse<wire::Start>(message.body, "thread start");
+    wire::ThreadId reply;
+    try {
+      auto* fn = reinterpret_cast<ThreadFunction>(Locate({start.object(), start.offset()}));
+      reply.set_id(StartHere(fn, reinterpret_cast<void*>(start.argument()), start.detached()));
+    } catch (const Error& error) {
+      node_.ReplyError(*to, error.code(), error.what());
+      return;
+    }
+    node_.Reply(*to, reply.SerializeAsString());
+  });
+  node_.Handle(kThreadJoin, [this](net::InboundMessage& message, const net::ReplyTo* to) {
+    if (to == nullptr) return;
+    std::uint64_t id = Parse<wire::ThreadId>(message.body, "thread join").id();
+    std::lock_guard lock(mutex_);
+    auto it = entries_.find(id);
+    if (it == entries_.end() || it->second.detached || it->second.joined) {
+      node_.ReplyError(*to, LMDX_ERR_MISUSE,
+                       Id(id) + (it == entries_.end()  ? " does not exist (or was joined)"
+                                 : it->second.detached ? " is detached"
+                                                       : " is joined by another thread"));
+      return;
+    }
+    it->second.joined = true;
+    if (it->second.finished) {
+      wire::Result result;
+      result.set_value(it->second.result);
+      entries_.erase(it);
+      node_.Reply(*to, result.SerializeAsString());
+      return;
+    }
+    it->second.remote_joiners.push_back(*to);  // answered when it ends
+  });
+  node_.Handle(kThreadKill, [this](net::InboundMessage& message, const net::ReplyTo* to) {
+    if (to == nullptr) return;
+    std::uint64_t id = Parse<wire::ThreadId>(message.body, "thread kill").id();
+    std::lock_guard lock(mutex_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) {
+      node_.ReplyError(*to, LMDX_ERR_MISUSE, Id(id) + " does not exist (or has ended)");
+      return;
+    }
+    it->second.killed = true;
+    any_killed_.store(true, std::memory_order_release);
+    node_.Reply(*to, {});
+  });
+}
+
+int Service::ChooseNode() {
+  if (options_.placement == Placement::kLeastLoaded) {
+    // Every node's count of running threads, asked in parallel; the fewest wins, the nodes after
+    // this one first on a tie (as round-robin would go).
+    std::vector<std::unique_ptr<net::Node::PendingRequest>> asked(node_.size());
+    for (int rank = 0; rank < node_.size(); ++rank) {
+      if (rank != node_.rank()) asked[rank] = node_.StartRequest(rank, kThreadLoad, {});
+    }
+    std::vector<std::uint64_t> load(node_.size(), 0);
+    std::optional<Error> failure;
+    for (int rank = 0; rank < node_.size(); ++rank) {
+      if (rank == node_.rank()) {
+        load[rank] = running();
+        continue;
+      }
+      try {
+        load[rank] = Parse<wire::Result>(node_.Await(*asked[rank]).body, "thread load").value();
+      } catch (const Error& error) {
+        if (!failure) failure = error;
+      }
+    }
+    if (failure) throw *failure;
+    int best = -1;
+    for (int step = 1; step <= node_.size(); ++step) {
+      int rank = (node_.rank() + step) % node_.size();
+      if (best < 0 || load[rank] < load[best]) best = rank;
+    }
+    return best;
+  }
+  // Round-robin from the node after this one, so threads started by rank 0's main spread over
+  // every node in rank order.
+  int node = next_node_.fetch_add(1, std::memory_order_relaxed);
+  return ((node % node_.size()) + node_.size()) % node_.size();
+}
+
+std::uint64_t Service::Start(ThreadFunction fn, void* argument, int node, bool detached) {
+  if (fn == nullptr) throw Error(LMDX_ERR_INVALID_ARGUMENT, "the thread function is NULL");
+  if (node >= node_.size() || node < -1) {
+    throw Error(LMDX_ERR_INVALID_ARGUMENT, "there is no node " + std::to_string(node) +
+                                               " in a job of " + std::to_string(node_.size()));
+  }
+  if (node < 0) node = ChooseNode();
+  if (node == node_.rank()) return StartHere(fn, argument, detached);
+  PortableFunction where = Describe(reinterpret_cast<const void*>(fn));
+  wire::Start start;
+  start.set_object(where.object);
+  start.set_offset(where.offset);
+  start.set_argument(reinterpret_cast<std::uintptr_t>(argument));
+  start.set_detached(detached);
+  auto reply = node_.Request(node, kThreadStart, start.SerializeAsString());
+  return Parse<wire::ThreadId>(reply.body, "thread id").id();
+}
+
+std::uint64_t Service::StartHere(ThreadFunction fn, void* argument, bool detached) {
+  std::lock_guard lock(mutex_);
+  std::uint64_t id = (static_cast<std::uint64_t>(node_.rank()) << kNumberBits) | next_number_++;
+  Entry& entry = entries_[id];
+  entry.detached = detached;
+  entry.thread = scheduler_.Spawn([this, id, fn, argument] {
+    void* result = nullptr;
+    try {
+      result = fn(argument);
+    } catch (const ThreadExit& exit) {
+      result = exit.result;
+    }
+    Finished(id, reinterpret_cast<std::uintptr_t>(result));
+  });
+  ids_[entry.thread.get()] = id;
+  return id;
+}
+
+void Service::Finished(std::uint64_t id, std::uint64_t result) {
+  std::vector<net::ReplyTo> joiners;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) return;
+    ids_.erase(it->second.thread.get());
+    it->second.finished = true;
+    it->second.result = result;
+    joiners.swap(it->second.remote_joiners);
+    if (it->second.detached || !joiners.empty()) entries_.erase(it);
+  }
+  wire::Result reply;
+  reply.set_value(result);
+  for (const net::ReplyTo& to : joiners) node_.Reply(to, reply.SerializeAsString());
+}
+
+void* Service::Join(std::uint64_t id) {
+  if (id == Self()) throw Error(LMDX_ERR_MISUSE, Id(id) + " cannot join itself");
+  if (NodeOf(id) == node_.rank()) return reinterpret_cast<void*>(JoinHere(id));
+  if (NodeOf(id) < 0 || NodeOf(id) >= node_.size()) {
+    throw Error(LMDX_ERR_INVALID_ARGUMENT, Id(id) + " names no node of this job");
+  }
+  wire::ThreadId request;
+  request.set_id(id);
+  auto reply = node_.Request(NodeOf(id), kThreadJoin, request.SerializeAsString());
+  ExitIfKilled();
+  return reinterpret_cast<void*>(Parse<wire::Result>(reply.body, "thread result").value());
+}
+
+std::uint64_t Service::JoinHere(std::uint64_t id) {
+  std::shared_ptr<UserThread> thread;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = entries_.find(id);
+    if (it == entries_.end() || it->second.detached || it->second.joined) {
+      throw Error(LMDX_ERR_MISUSE,
+                  Id(id) + (it == entries_.end()  ? " does not exist (or was joined)"
+                            : it->second.detached ? " is detached"
+                                                  : " is joined by another thread"));
+    }
+    it->second.joined = true;
+    thread = it->second.thread;
+  }
+  thread->Join();
+  ExitIfKilled();
+  std::lock_guard lock(mutex_);
+  auto it = entries_.find(id);
+  std::uint64_t result = it->second.result;
+  entries_.erase(it);
+  return result;
+}
+
+void Service::Kill(std::uint64_t id) {
+  if (NodeOf(id) != node_.rank()) {
+    wire::ThreadId request;
+    request.set_id(id);
+    node_.Request(NodeOf(id), kThreadKill, request.SerializeAsString());
+    return;
+  }
+  std::lock_guard lock(mutex_);
+  auto it = entries_.find(id);
+  if (it == entries_.end()) throw Error(LMDX_ERR_MISUSE, Id(id) + " does not exist (or has ended)");
+  it->second.killed = true;
+  any_killed_.store(true, std::memory_order_release);
+}
+
+void Service::Exit(void* result) {
+  if (Scheduler::Current() == nullptr) {
+    throw Error(LMDX_ERR_MISUSE, "lmdx_exit_thread is for LMDX threads; main ends by returning");
+  }
+  throw ThreadExit{result};
+}
+
+std::uint64_t Service::Self() const {
+  const UserThread* current = Scheduler::Current();
+  std::lock_guard lock(mutex_);
+  auto it = current != nullptr ? ids_.find(current) : ids_.end();
+  if (it != ids_.end()) return it->second;
+  return static_cast<std::uint64_t>(node_.rank()) << kNumberBits;
+}
+
+void Service::ExitIfKilled() const {
+  if (!any_killed_.load(std::memory_order_acquire)) return;
+  const UserThread* current = Scheduler::Current();
+  if (current == nullptr) return;
+  std::lock_guard lock(mutex_);
+  auto id = ids_.find(current);
+  if (id == ids_.end()) return;
+  auto entry = entries_.find(id->second);
+  if (entry != entries_.end() && entry->second.killed) throw ThreadExit{kKilledResult};
+}
+
+std::size_t Service::running() const { return scheduler_.live(); }
+
+void Attach(net::Node& node, const Service::Options& options) {
+  auto service = std::make_shared<Service>(node, options);
+  service->RegisterHandlers();
+  net::Completion::SetParking(&fiber_parking);
+  std::lock_guard lock(current_mutex);
+  current_service = std::move(service);
+  current_pointer.store(current_service.get(), std::memory_order_release);
+}
+
+Service* Current() { return current_pointer.load(std::memory_order_acquire); }
+
+}  // namespace lmdx::threads

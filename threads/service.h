@@ -1,0 +1,94 @@
+// The execution manager of one node (blueprint section 8): starts LMDX threads on any node of the
+// job as user-level threads of that node's scheduler, and joins, kills and ends them from any
+// node. A thread id is global: the node that runs the thread in its top 24 bits, a number of that
+// node below.
+#ifndef LMDX_THREADS_SERVICE_H_
+#define LMDX_THREADS_SERVICE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "net/node.h"
+#include "threads/scheduler.h"
+
+namespace lmdx::threads {
+
+using ThreadFunction = void* (*)(void*);
+
+// How a thread started without a node is placed.
+enum class Placement { kRoundRobin, kLeastLoaded };
+
+class Service {
+ public:
+  struct Options {
+    Scheduler::Options scheduler;
+    Placement placement = Placement::kRoundRobin;
+  };
+
+  Service(net::Node& node, Options options);
+  ~Service();
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
+  void RegisterHandlers();
+
+  // Starts fn(argument) on node (-1: where the placement policy says); returns the thread's id.
+  std::uint64_t Start(ThreadFunction fn, void* argument, int node, bool detached);
+  // Waits until the thread ends and returns its result. A detached thread, a thread already
+  // joined and an unknown id are LMDX_ERR_MISUSE.
+  void* Join(std::uint64_t id);
+  // Marks the thread killed: it ends at its next blocking runtime call, with LMDX_KILLED as its
+  // result (a thread that never calls the runtime runs to its end, as a deferred pthread_cancel).
+  void Kill(std::uint64_t id);
+  // From an LMDX thread: ends it with result. From any other thread: LMDX_ERR_MISUSE.
+  [[noreturn]] void Exit(void* result);
+  // The calling LMDX thread's id; a node's own OS threads (main) get the node's id 0 number.
+  std::uint64_t Self() const;
+  // Throws the thread's exit when the calling LMDX thread was killed (the runtime's blocking
+  // calls check this when they return).
+  void ExitIfKilled() const;
+
+  static int NodeOf(std::uint64_t id) { return static_cast<int>(id >> 40); }
+  // Threads of this node started and not yet ended.
+  std::size_t running() const;
+
+ private:
+  struct Entry {
+    std::shared_ptr<UserThread> thread;
+    bool finished = false;
+    bool detached = false;
+    bool joined = false;  // a join was claimed
+    bool killed = false;
+    std::uint64_t result = 0;
+    std::vector<net::ReplyTo> remote_joiners;
+  };
+
+  std::uint64_t StartHere(ThreadFunction fn, void* argument, bool detached);
+  void Finished(std::uint64_t id, std::uint64_t result);
+  std::uint64_t JoinHere(std::uint64_t id);
+  int ChooseNode();
+
+  net::Node& node_;
+  Options options_;
+  Scheduler scheduler_;
+  mutable std::mutex mutex_;
+  std::unordered_map<std::uint64_t, Entry> entries_;
+  std::unordered_map<const UserThread*, std::uint64_t> ids_;
+  std::uint64_t next_number_ = 1;
+  std::atomic<bool> any_killed_{false};  // spares every call the table lookup until a kill
+  std::atomic<int> next_node_;
+};
+
+// The result of a killed thread.
+inline void* const kKilledResult = reinterpret_cast<void*>(static_cast<std::intptr_t>(-1));
+
+void Attach(net::Node& node, const Service::Options& options);
+Service* Current();
+
+}  // namespace lmdx::threads
+
+#endif  // LMDX_THREADS_SERVICE_H_
