@@ -12,10 +12,11 @@
 #include "base/log.h"
 #include "config/config.h"
 #include "dsm/service.h"
-#include "threads/service.h"
+#include "groups/service.h"
 #include "net/bootstrap.h"
 #include "net/rendezvous_server.h"
 #include "sync/service.h"
+#include "threads/service.h"
 
 namespace lmdx::api {
 namespace {
@@ -81,6 +82,7 @@ void AttachLayers(net::Node& node) {
   runtime.ports = std::make_unique<net::Ports>(node);
   runtime.ports->RegisterHandlers();
   sync::Attach(node);
+  groups::Attach(node);
   dsm::Attach(node, DsmOptions(config::CurrentSettings()));
   dsm::Current()->SetFatalHandler([](const std::string& message) { ExitAfterPeerLoss(message); });
   threads::Attach(node, ThreadOptions(config::CurrentSettings()));

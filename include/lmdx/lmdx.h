@@ -250,6 +250,41 @@ int lmdx_trylock_h(lmdx_lock_t lock);
 #define LMDX_unlock(L) lmdx_unlock(#L)
 #define LMDX_trylock(L) lmdx_trylock(#L)
 
+/* ---- Groups (docs/groups.md) ---------------------------------------------------------------
+ * A named, ordered set of ranks. A member's position in the list is its index in the group.
+ * Collectives run over trees and pairwise exchanges, so no node sends N messages for a group of
+ * N. Every member calls a group's collectives in the same order (one thread per member at a time);
+ * each call carries its number in the group, so consecutive collectives never mix, and data that
+ * arrives before a member's call waits for it. Misuse is LMDX_ERR_MISUSE naming the group and
+ * the rank. Handles are valid until lmdx_finalize. */
+typedef struct lmdx_group_object* lmdx_group_t;
+
+/* Every member calls it with the same ranks in the same order; it returns once every member has.
+ * A rank may also name a group it is not in (its index is then -1). A rank out of range or listed
+ * twice is LMDX_ERR_INVALID_ARGUMENT; another list than another caller's is LMDX_ERR_MISUSE for
+ * every caller of the name. NULL on failure. */
+lmdx_group_t lmdx_group_create(const char* name, const int* ranks, int count);
+int lmdx_group_size(lmdx_group_t group);
+/* This rank's index in the group, or -1 when it is not a member. */
+int lmdx_group_rank(lmdx_group_t group);
+
+/* Sends len bytes to every other member; returns when buf may be reused. Not a collective: any
+ * member may send at any time. Messages of one sender arrive in the order it sent them. */
+int lmdx_group_send(lmdx_group_t group, const void* buf, size_t len);
+/* Receives the next message another member sent to the group (status->source is its rank). A
+ * message longer than cap is LMDX_ERR_TRUNCATED and stays queued. status may be NULL. */
+int lmdx_group_recv(lmdx_group_t group, void* buf, size_t cap, lmdx_status* status);
+
+/* Collectives: every member calls them with the same root index and lengths. */
+/* The root's len bytes of buf, into buf on every member. */
+int lmdx_bcast(lmdx_group_t group, int root_index, void* buf, size_t len);
+/* Every member's len bytes of send, into recv at the root in index order (len * size bytes; recv
+ * is not used elsewhere and may be NULL there). */
+int lmdx_gather(lmdx_group_t group, int root_index, const void* send, size_t len, void* recv);
+/* send and recv hold len_per_member * size bytes: block j of send goes to member j, block j of
+ * recv comes from member j. */
+int lmdx_alltoall(lmdx_group_t group, const void* send, size_t len_per_member, void* recv);
+
 /* ---- Shared memory -------------------------------------------------------------------------
  * One global range, at the same address on every node: a pointer into it means the same data on
  * every node, read and written with ordinary loads and stores (the protocol brings pages on a

@@ -426,6 +426,89 @@ class lock_guard {
   mutex& mutex_;
 };
 
+// ---- Groups (see lmdx.h and docs/groups.md) ---------------------------------------------------
+
+// A named group of ranks: lmdx::group evens{"evens", {0, 2, 4}}; every member constructs it with
+// the same list. Spans hold trivially copyable elements (std::span(vector) works); the group's
+// calls move their bytes.
+class group {
+ public:
+  group(const char* name, std::span<const int> ranks)
+      : handle_(detail::check_pointer<lmdx_group_object>(
+            lmdx_group_create(name, ranks.data(), static_cast<int>(ranks.size())))) {}
+  group(const char* name, std::initializer_list<int> ranks)
+      : group(name, std::span<const int>(ranks.begin(), ranks.size())) {}
+  explicit group(lmdx_group_t handle) : handle_(handle) {}
+
+  int size() const { return detail::check(lmdx_group_size(handle_)); }
+  // This rank's index in the group, or -1 when it is not a member.
+  int rank() const {
+    int index = lmdx_group_rank(handle_);
+    return index >= -1 ? index : detail::check(index);
+  }
+  bool is_member() const { return rank() >= 0; }
+  lmdx_group_t native_handle() const { return handle_; }
+
+  // To every other member.
+  template <typename T, std::size_t E>
+  void send(std::span<T, E> data) {
+    static_assert(std::is_trivially_copyable_v<T>, "groups move trivially copyable elements");
+    detail::check(lmdx_group_send(handle_, data.data(), data.size_bytes()));
+  }
+  // The next message another member sent; status::length is in bytes.
+  template <typename T, std::size_t E>
+  status recv(std::span<T, E> buffer) {
+    static_assert(!std::is_const_v<T> && std::is_trivially_copyable_v<T>,
+                  "receives go into writable, trivially copyable elements");
+    lmdx_status st{};
+    detail::check(lmdx_group_recv(handle_, buffer.data(), buffer.size_bytes(), &st));
+    return status{st.source, st.length};
+  }
+  // The root's data into data on every member.
+  template <typename T, std::size_t E>
+  void bcast(int root, std::span<T, E> data) {
+    static_assert(!std::is_const_v<T> && std::is_trivially_copyable_v<T>,
+                  "a broadcast writes trivially copyable elements");
+    detail::check(lmdx_bcast(handle_, root, data.data(), data.size_bytes()));
+  }
+  // Every member's send, in index order, into recv at the root (size() times send's bytes;
+  // recv may be empty elsewhere).
+  template <typename S, std::size_t SE, typename R, std::size_t RE>
+  void gather(int root, std::span<S, SE> send, std::span<R, RE> recv) {
+    static_assert(
+        !std::is_const_v<R> && std::is_trivially_copyable_v<R> && std::is_trivially_copyable_v<S>,
+        "a gather moves trivially copyable elements");
+    if (rank() == root &&
+        recv.size_bytes() < send.size_bytes() * static_cast<std::size_t>(size())) {
+      throw error(LMDX_ERR_INVALID_ARGUMENT,
+                  "lmdx::group::gather: the root's receive span holds " +
+                      std::to_string(recv.size_bytes()) + " bytes, not " +
+                      std::to_string(send.size_bytes() * static_cast<std::size_t>(size())));
+    }
+    detail::check(lmdx_gather(handle_, root, send.data(), send.size_bytes(), recv.data()));
+  }
+  // send and recv: size() equal blocks each; block j of send goes to member j, block j of recv
+  // comes from member j.
+  template <typename S, std::size_t SE, typename R, std::size_t RE>
+  void alltoall(std::span<S, SE> send, std::span<R, RE> recv) {
+    static_assert(
+        !std::is_const_v<R> && std::is_trivially_copyable_v<R> && std::is_trivially_copyable_v<S>,
+        "an all-to-all moves trivially copyable elements");
+    const auto members = static_cast<std::size_t>(size());
+    if (send.size_bytes() % members != 0 || recv.size_bytes() != send.size_bytes()) {
+      throw error(LMDX_ERR_INVALID_ARGUMENT,
+                  "lmdx::group::alltoall: send and receive spans must hold the same number of "
+                  "bytes, a multiple of the group's size " +
+                      std::to_string(members) + " (they hold " + std::to_string(send.size_bytes()) +
+                      " and " + std::to_string(recv.size_bytes()) + ")");
+    }
+    detail::check(lmdx_alltoall(handle_, send.data(), send.size_bytes() / members, recv.data()));
+  }
+
+ private:
+  lmdx_group_t handle_;
+};
+
 // ---- Shared memory ----------------------------------------------------------------------------
 
 // Typed access to a named shared variable: lmdx::shared<double[1024][1024]> grid{"grid"};
