@@ -651,6 +651,7 @@ void Node::Dispatch(InboundMessage& message) {
     }
     return;
   }
+  if (is_request) engine_.WantLinger();
   handler(message, is_request ? &reply_to : nullptr);
 }
 

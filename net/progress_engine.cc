@@ -283,15 +283,17 @@ void ProgressEngine::Run() {
       int count = ::epoll_wait(epoll_fd_.get(), events, kMaxEvents, 0);
       DispatchLocked(events, std::max(count, 0));
     }
-    LingerAfterActivity();
+    if (linger_wanted_.exchange(false, std::memory_order_acq_rel)) LingerAfterActivity();
   }
 }
 
 // A peer in a burst of requests (a node faulting on page after page, a lock passed around) sends
-// the next one within microseconds of the last answer. Polling the rings a little longer answers
-// it at once instead of after a wake-up of this thread, which costs tens of microseconds on a
-// virtual machine; the linger ends after the same idle budget a waiting thread drives, and is off
-// when the host has more nodes than cores.
+// the next one within microseconds of the last answer. Only serving a request asks for this
+// (WantLinger): after plain messages and replies the application threads poll for themselves,
+// and a progress thread spinning beside them would only take their cores. Polling the rings a
+// little longer answers it at once instead of after a wake-up of this thread, which costs tens of
+// microseconds on a virtual machine; the linger ends after the same idle budget a waiting thread
+// drives, and is off when the host has more nodes than cores.
 void ProgressEngine::LingerAfterActivity() {
   std::int64_t budget_ns = std::int64_t{drive_micros_.load(std::memory_order_relaxed)} * 1000;
   if (budget_ns == 0 || !have_pollers_.load(std::memory_order_acquire)) return;

@@ -89,13 +89,16 @@ class ProgressEngine : public CompletionDriver {
   // 0 makes a waiter poll once and then sleep: right when this host runs more nodes than it has
   // cores, where a polling waiter would hold the core the awaited node needs.
   void SetDriveBudget(int micros) { drive_micros_.store(micros, std::memory_order_relaxed); }
+  // Called by a handler that served a request: the asker is likely to send another soon, so the
+  // progress thread polls a while before it sleeps.
+  void WantLinger() { linger_wanted_.store(true, std::memory_order_release); }
 
  private:
   struct Registration {
     IoCallback callback;
   };
   void Run();
-  // After serving a frame, polls the rings for the drive budget's idle time before sleeping.
+  // After serving a request, polls the rings for the drive budget's idle time before sleeping.
   void LingerAfterActivity();
   // Runs the callbacks of events[0..count), then posted tasks and due timers. Caller holds
   // dispatch_mutex_.
@@ -125,6 +128,7 @@ class ProgressEngine : public CompletionDriver {
   std::mutex drivers_mutex_;
   int drivers_ = 0;                          // application threads driving now
   std::atomic<bool> someone_drives_{false};  // drivers_ > 0, read without the lock
+  std::atomic<bool> linger_wanted_{false};   // a request was served since the last sleep
   // The drivers took the event set from the progress thread (set by the first, under the mutex;
   // read by drivers while drivers_ > 0).
   bool event_set_taken_ = false;
