@@ -65,6 +65,7 @@ TEST(SchedulerTest, AParkedThreadLetsTheOthersOfItsWorkerRun) {
   });
   std::atomic<int> others{0};
   std::vector<std::shared_ptr<UserThread>> busy;
+  busy.reserve(100);
   for (int i = 0; i < 100; ++i) busy.push_back(scheduler.Spawn([&] { others.fetch_add(1); }));
   for (auto& thread : busy) thread->Join();  // all ran on the only worker, beside the parked one
   EXPECT_EQ(others.load(), 100);

@@ -36,7 +36,8 @@ void* Square(void* argument) {
   lmdx_lock("counter_lock");
   *SharedCounter() += 1;
   lmdx_unlock("counter_lock");
-  return Pointer((static_cast<std::intptr_t>(lmdx_thread_node(lmdx_thread_self())) << 32) | (i * i));
+  return Pointer((static_cast<std::intptr_t>(lmdx_thread_node(lmdx_thread_self())) << 32) |
+                 (i * i));
 }
 
 void Many(int count) {
@@ -104,6 +105,7 @@ void* Leaf(void* argument) { return Pointer(Number(argument) + 1); }
 // Starts one thread on every node and returns the sum of their results.
 void* Parent(void*) {
   std::vector<lmdx_thread_t> children;
+  children.reserve(static_cast<std::size_t>(lmdx_size()));
   for (int node = 0; node < lmdx_size(); ++node) {
     children.push_back(lmdx_start_thread_on(node, Leaf, Pointer(node * 10)));
   }
