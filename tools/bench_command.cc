@@ -18,6 +18,8 @@ const std::vector<Benchmark>& Benchmarks() {
        "lock, barrier (2-16 nodes) and semaphore times, also in one-way message latencies"},
       {"dsm", "benchmarks/dsm/dsm_bench",
        "page fault, upgrade and lmdx_get costs next to latency + transfer + local fault, 2 nodes"},
+      {"threads", "benchmarks/threads/threads_bench",
+       "remote thread start+join next to the latency, user-level switch, idle threads per GiB"},
   };
   return table;
 }
