@@ -1,7 +1,6 @@
 #include "threads/scheduler.h"
 
 #include <boost/context/fiber.hpp>
-#include <boost/context/protected_fixedsize_stack.hpp>
 #include <exception>
 #include <string>
 
@@ -43,7 +42,9 @@ thread_local UserThread* current_thread = nullptr;
 
 }  // namespace
 
-Scheduler::Scheduler(Options options) : options_(options) {
+Scheduler::Scheduler(Options options)
+    : options_(options),
+      stacks_(std::make_shared<StackPool>(options.stack_bytes, kIdleStacksKept)) {
   if (options_.workers < 1) {
     throw Error(LMDX_ERR_INVALID_ARGUMENT, "a scheduler needs at least one worker thread");
   }
@@ -86,9 +87,8 @@ std::shared_ptr<UserThread> Scheduler::Spawn(std::function<void()> body) {
       workers_[next_worker_.fetch_add(1, std::memory_order_relaxed) % workers_.size()].get();
   impl.body = std::move(body);
   UserThread* raw = thread.get();
-  impl.fiber = context::fiber(
-      std::allocator_arg, context::protected_fixedsize_stack(options_.stack_bytes),
-      [raw](context::fiber&& caller) {
+  impl.fiber =
+      context::fiber(std::allocator_arg, PooledStack(stacks_), [raw](context::fiber&& caller) {
         UserThread::Impl& self = *raw->impl_;
         self.caller = std::move(caller);
         try {

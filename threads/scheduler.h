@@ -19,6 +19,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "threads/stack_pool.h"
+
 namespace lmdx::threads {
 
 class Scheduler;
@@ -80,7 +82,11 @@ class Scheduler {
   static void Enqueue(UserThread* thread);
   static void Finish(UserThread* thread);
 
+  // Stacks of ended threads are reused, up to this many idle ones (128 KiB each by default).
+  static constexpr std::size_t kIdleStacksKept = 1024;
+
   Options options_;
+  std::shared_ptr<StackPool> stacks_;
   std::vector<std::unique_ptr<SchedulerWorker>> workers_;
   std::atomic<std::size_t> next_worker_{0};
   std::atomic<bool> abandoned_{false};

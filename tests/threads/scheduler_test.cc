@@ -1,6 +1,7 @@
 // User-level threads: many of them, yields, park and wake, join, and that a parked thread never
 // holds up the others of its worker.
 #include "threads/scheduler.h"
+#include "threads/stack_pool.h"
 
 #include <gtest/gtest.h>
 
@@ -151,6 +152,29 @@ TEST(SchedulerTest, AnExceptionEndsOnlyItsThread) {
   fine->Join();
   EXPECT_TRUE(failing->finished());
   EXPECT_TRUE(other.load());
+}
+
+}  // namespace
+}  // namespace lmdx::threads
+
+namespace lmdx::threads {
+namespace {
+
+TEST(StackPoolTest, AReleasedStackIsReusedAndTheIdleCountIsCapped) {
+  StackPool pool(64 * 1024, 2);
+  auto first = pool.Allocate();
+  void* first_top = first.sp;
+  pool.Release(first);
+  EXPECT_EQ(pool.idle(), 1u);
+  auto again = pool.Allocate();
+  EXPECT_EQ(again.sp, first_top);  // the same stack, no new mapping
+  EXPECT_EQ(pool.idle(), 0u);
+  auto a = pool.Allocate();
+  auto b = pool.Allocate();
+  pool.Release(again);
+  pool.Release(a);
+  pool.Release(b);  // beyond the cap: unmapped
+  EXPECT_EQ(pool.idle(), 2u);
 }
 
 }  // namespace

@@ -1,0 +1,48 @@
+// Stacks of user-level threads, kept for reuse. A new stack costs an mmap and a guard-page
+// mprotect, tens of microseconds on a virtual machine; a stack from the pool costs a lock.
+#ifndef LMDX_THREADS_STACK_POOL_H_
+#define LMDX_THREADS_STACK_POOL_H_
+
+#include <boost/context/protected_fixedsize_stack.hpp>
+#include <boost/context/stack_context.hpp>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace lmdx::threads {
+
+class StackPool {
+ public:
+  // Stacks of `bytes` (a guard page below each); up to `keep` idle ones are kept.
+  StackPool(std::size_t bytes, std::size_t keep);
+  ~StackPool();
+  StackPool(const StackPool&) = delete;
+  StackPool& operator=(const StackPool&) = delete;
+
+  boost::context::stack_context Allocate();
+  void Release(boost::context::stack_context& stack) noexcept;
+  std::size_t idle() const;
+
+ private:
+  boost::context::protected_fixedsize_stack maker_;
+  std::size_t keep_;
+  mutable std::mutex mutex_;
+  std::vector<boost::context::stack_context> idle_;
+};
+
+// The stack allocator each fiber gets: it shares the pool, so a fiber that ends after its
+// scheduler still returns its stack somewhere valid.
+class PooledStack {
+ public:
+  explicit PooledStack(std::shared_ptr<StackPool> pool) : pool_(std::move(pool)) {}
+  boost::context::stack_context allocate() { return pool_->Allocate(); }
+  void deallocate(boost::context::stack_context& stack) noexcept { pool_->Release(stack); }
+
+ private:
+  std::shared_ptr<StackPool> pool_;
+};
+
+}  // namespace lmdx::threads
+
+#endif  // LMDX_THREADS_STACK_POOL_H_
