@@ -226,45 +226,51 @@ consistency::Placement Service::PlacementOf(PageId page) {
   return {};
 }
 
+wire::VariableRequest Service::CreationRequest(const std::string& name, std::uint64_t bytes,
+                                               const char* call) const {
+  wire::VariableRequest request;
+  request.set_name(name);
+  request.set_bytes(bytes);
+  request.set_create(true);
+  request.set_call(call);
+  request.set_creator_protocol(options_.creator.protocol);
+  request.set_creator_module(options_.creator.module);
+  return request;
+}
+
+std::optional<Region> Service::AskPlacer(const wire::VariableRequest& request) {
+  if (node_.rank() == 0) {
+    bool found = false;
+    Region region = FindOrCreate(request, &found);
+    return found ? std::optional<Region>(region) : std::nullopt;
+  }
+  auto reply = Parse<wire::VariableReply>(
+      node_.Request(0, kDsmVariable, request.SerializeAsString()).body, "variable reply");
+  if (!reply.found()) return std::nullopt;
+  Region region = FromWire(reply.region());
+  Learn(region);
+  return region;
+}
+
 void* Service::SharedVariable(const std::string& name, std::size_t bytes) {
   if (name.empty()) throw Error(LMDX_ERR_INVALID_ARGUMENT, "a shared variable needs a name");
   if (bytes == 0) {
     throw Error(LMDX_ERR_INVALID_ARGUMENT, "shared variable \"" + name + "\" of 0 bytes");
   }
-  wire::VariableRequest request;
-  request.set_name(name);
-  request.set_bytes(bytes);
-  request.set_create(true);
-  request.set_call("lmdx_shared_var");
-  request.set_creator_protocol(options_.creator.protocol);
-  request.set_creator_module(options_.creator.module);
-  Region region;
-  if (auto known = regions_.Named(name); known && known->bytes == bytes) {
-    region = *known;
-  } else if (node_.rank() == 0) {
-    bool found = false;
-    region = FindOrCreate(request, &found);
-  } else {
-    auto reply = Parse<wire::VariableReply>(
-        node_.Request(0, kDsmVariable, request.SerializeAsString()).body, "variable reply");
-    region = FromWire(reply.region());
-    Learn(region);
+  std::optional<Region> region = regions_.Named(name);
+  if (!region || region->bytes != bytes) {
+    region = AskPlacer(CreationRequest(name, bytes, "lmdx_shared_var"));
   }
-  return space_.AppView(region.first_page);
+  return space_.AppView(region->first_page);
 }
 
 void* Service::Lookup(const std::string& name, std::size_t* bytes) {
   std::optional<Region> region = regions_.Named(name);
-  if (!region && node_.rank() != 0) {
+  if (!region) {
     wire::VariableRequest request;
     request.set_name(name);
     request.set_call("lmdx_lookup");
-    auto reply = Parse<wire::VariableReply>(
-        node_.Request(0, kDsmVariable, request.SerializeAsString()).body, "variable reply");
-    if (reply.found()) {
-      region = FromWire(reply.region());
-      Learn(*region);
-    }
+    region = AskPlacer(request);
   }
   if (!region) return nullptr;
   if (bytes != nullptr) *bytes = region->bytes;
@@ -274,24 +280,9 @@ void* Service::Lookup(const std::string& name, std::size_t* bytes) {
 void* Service::AllocCollective(std::size_t bytes) {
   std::uint64_t call = collective_calls_.fetch_add(1, std::memory_order_relaxed);
   if (bytes == 0) throw Error(LMDX_ERR_INVALID_ARGUMENT, "a collective allocation of 0 bytes");
-  wire::VariableRequest request;
-  request.set_name("lmdx.collective." + std::to_string(call));
-  request.set_bytes(bytes);
-  request.set_create(true);
-  request.set_call("lmdx_alloc_collective");
-  request.set_creator_protocol(options_.creator.protocol);
-  request.set_creator_module(options_.creator.module);
-  Region region;
-  if (node_.rank() == 0) {
-    bool found = false;
-    region = FindOrCreate(request, &found);
-  } else {
-    auto reply = Parse<wire::VariableReply>(
-        node_.Request(0, kDsmVariable, request.SerializeAsString()).body, "variable reply");
-    region = FromWire(reply.region());
-    Learn(region);
-  }
-  return space_.AppView(region.first_page);
+  std::optional<Region> region = AskPlacer(
+      CreationRequest("lmdx.collective." + std::to_string(call), bytes, "lmdx_alloc_collective"));
+  return space_.AppView(region->first_page);
 }
 
 // ---- Heap ----------------------------------------------------------------------------------

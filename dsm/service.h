@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -70,6 +71,12 @@ class Service final : public consistency::PageMemory {
  private:
   Region PlaceRegion(const std::string& name, std::uint64_t bytes, const Creator& creator);
   Region FindOrCreate(const wire::VariableRequest& request, bool* found);
+  // A request to create name (bytes, for call) on behalf of this node's module.
+  wire::VariableRequest CreationRequest(const std::string& name, std::uint64_t bytes,
+                                        const char* call) const;
+  // Finds or creates through rank 0, which places every region (rank 0 itself asks no one), and
+  // learns the answer; nullopt when a lookup finds nothing.
+  std::optional<Region> AskPlacer(const wire::VariableRequest& request);
   void Learn(const Region& region);
   std::optional<Region> RegionOf(PageId page);
   void CheckRange(const void* address, std::size_t bytes, const char* call);
