@@ -7,41 +7,19 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "benchmarks/net/child_process.h"
+#include "benchmarks/net/job_figures.h"
 
 namespace lmdx::bench {
 namespace {
 
-using Figures = std::map<std::string, double>;
-
 bool RunOnce(const std::string& tool, const std::string& program, int pages, Figures& figures) {
-  std::vector<std::string> argv = {tool, "run", program, "-n", "2", "--", std::to_string(pages)};
   // The fresh pages are a cyclic variable: every other page homed at rank 0, never opened there.
-  std::vector<std::string> other;
-  ChildOutcome outcome =
-      run_child(argv, {{"LMDX_DSM_HOME", "cyclic"}}, [&](const std::string& line) {
-        if (line.rfind("dsm,", 0) != 0) {
-          other.push_back(line);
-          return;
-        }
-        std::stringstream in(line.substr(4));
-        std::string name, micros;
-        std::getline(in, name, ',');
-        std::getline(in, micros, ',');
-        figures[name] = std::atof(micros.c_str());
-      });
-  if (!outcome.ok() || figures.size() < 7) {
-    for (const auto& l : other) std::cerr << "  | " << l << '\n';
-    std::cerr << "dsm: the job failed: "
-              << (outcome.ok() ? "it reported too little" : describe(outcome)) << std::endl;
-    return false;
-  }
-  return true;
+  return RunJobFigures({tool, "run", program, "-n", "2", "--", std::to_string(pages)},
+                       {{"LMDX_DSM_HOME", "cyclic"}}, "dsm", 7, "dsm", figures);
 }
 
 }  // namespace

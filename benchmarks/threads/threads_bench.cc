@@ -7,39 +7,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "benchmarks/net/child_process.h"
+#include "benchmarks/net/job_figures.h"
 
 namespace lmdx::bench {
 namespace {
 
-using Figures = std::map<std::string, double>;
-
 bool RunOnce(const std::string& tool, const std::string& program, int rounds, Figures& figures) {
-  std::vector<std::string> argv = {tool, "run", program, "-n", "2", "--", std::to_string(rounds)};
-  std::vector<std::string> other;
-  ChildOutcome outcome = run_child(argv, {}, [&](const std::string& line) {
-    if (line.rfind("threads,", 0) != 0) {
-      other.push_back(line);
-      return;
-    }
-    std::stringstream in(line.substr(8));
-    std::string name, value;
-    std::getline(in, name, ',');
-    std::getline(in, value, ',');
-    figures[name] = std::atof(value.c_str());
-  });
-  if (!outcome.ok() || figures.size() < 4) {
-    for (const auto& l : other) std::cerr << "  | " << l << '\n';
-    std::cerr << "threads: the job failed: "
-              << (outcome.ok() ? "it reported too little" : describe(outcome)) << std::endl;
-    return false;
-  }
-  return true;
+  return RunJobFigures({tool, "run", program, "-n", "2", "--", std::to_string(rounds)}, {},
+                       "threads", 4, "threads", figures);
 }
 
 int Main(int argc, char** argv) {
