@@ -194,9 +194,14 @@ dsm::RegionPolicy RegionPolicyFor(const config::Settings& settings, std::string_
   return policy;
 }
 
-void RequireSharedMemory() {
+bool SharesMemory() {
   const ModuleState* modules = started.load(std::memory_order_acquire);
-  if (modules == nullptr || modules->self == nullptr || modules->self->shares_memory) return;
+  return modules == nullptr || modules->self == nullptr || modules->self->shares_memory;
+}
+
+void RequireSharedMemory() {
+  if (SharesMemory()) return;
+  const ModuleState* modules = started.load(std::memory_order_acquire);
   throw Error(LMDX_ERR_MISUSE, "the module " + Quoted(modules->self->name) + " (rank " +
                                    std::to_string(modules->rank) +
                                    ") does not share memory: it talks by messages only "

@@ -9,6 +9,7 @@
 
 #include "api/internal/modules.h"
 #include "api/internal/runtime_state.h"
+#include "api/internal/shared_variables.h"
 #include "base/log.h"
 #include "config/config.h"
 #include "dsm/service.h"
@@ -139,6 +140,7 @@ int Init(const char* call, Style style) {
     current_node.store(runtime.node.get());
   }
   net::Node& node = *current_node.load();
+  BindSharedVariables();
   if (style == Style::kThreads) {
     if (node.rank() != 0) {
       // Serve the job until rank 0's main returns, then leave with its status.

@@ -1,5 +1,9 @@
 // LMDX threads: lmdx_start_thread and the calls around it, over the execution manager
 // (threads/service.h).
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "api/internal/runtime_state.h"
@@ -16,11 +20,49 @@ threads::Service& RequireThreads(const char* call) {
   return *service;
 }
 
-lmdx_thread_t StartThread(const char* call, int node, void* (*fn)(void*), void* arg,
-                          bool detached) {
+using ThreadFunction = void* (*)(void*);
+
+// The joinable threads this node started, by function, oldest first, until joined here: MDX
+// names a thread by its function (LMDX_join_thread(prod)), which lmdxpp turns into
+// lmdx_thread_started_from(prod).
+class StartedThreads {
+ public:
+  void Add(ThreadFunction fn, lmdx_thread_t id) {
+    std::lock_guard lock(mutex_);
+    by_function_[fn].push_back(id);
+  }
+  void Forget(lmdx_thread_t id) {
+    std::lock_guard lock(mutex_);
+    for (auto it = by_function_.begin(); it != by_function_.end(); ++it) {
+      auto& ids = it->second;
+      auto found = std::find(ids.begin(), ids.end(), id);
+      if (found == ids.end()) continue;
+      ids.erase(found);
+      if (ids.empty()) by_function_.erase(it);
+      return;
+    }
+  }
+  lmdx_thread_t Oldest(ThreadFunction fn) {
+    std::lock_guard lock(mutex_);
+    auto it = by_function_.find(fn);
+    return it == by_function_.end() ? LMDX_THREAD_INVALID : it->second.front();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<ThreadFunction, std::deque<lmdx_thread_t>> by_function_;
+};
+
+StartedThreads& Started() {
+  static StartedThreads started;
+  return started;
+}
+
+lmdx_thread_t StartThread(const char* call, int node, ThreadFunction fn, void* arg, bool detached) {
   lmdx_thread_t id = LMDX_THREAD_INVALID;
   Guard(call, [&] {
     id = RequireThreads(call).Start(fn, arg, node, detached);
+    if (!detached) Started().Add(fn, id);
     return LMDX_OK;
   });
   return id;
@@ -58,6 +100,7 @@ void* lmdx_join_thread(lmdx_thread_t thread) {
   void* result = nullptr;
   lmdx::api::Guard("lmdx_join_thread", [&] {
     result = lmdx::api::RequireThreads("lmdx_join_thread").Join(thread);
+    lmdx::api::Started().Forget(thread);
     return LMDX_OK;
   });
   return result;
@@ -77,6 +120,16 @@ int lmdx_exit_thread(void* result) {
   }
   return lmdx::api::Fail("lmdx_exit_thread", LMDX_ERR_MISUSE,
                          "called outside an LMDX thread (main ends by returning)");
+}
+
+lmdx_thread_t lmdx_thread_started_from(void* (*fn)(void*)) {
+  lmdx_thread_t id = lmdx::api::Started().Oldest(fn);
+  if (id == LMDX_THREAD_INVALID) {
+    lmdx::api::Fail("lmdx_thread_started_from", LMDX_ERR_MISUSE,
+                    "this node started no joinable thread from that function that is not "
+                    "joined yet");
+  }
+  return id;
 }
 
 lmdx_thread_t lmdx_thread_self(void) {

@@ -30,6 +30,9 @@ dsm::Creator ThisCreator();
 dsm::RegionPolicy RegionPolicyFor(const config::Settings& settings, std::string_view name,
                                   const dsm::Creator& creator);
 
+// False when this rank's module talks by messages only (shares_memory: false).
+bool SharesMemory();
+
 // The calls that hand out shared memory: LMDX_ERR_MISUSE naming the module when this rank's
 // module does not share memory.
 void RequireSharedMemory();

@@ -310,6 +310,12 @@ int lmdx_put(void* shared_destination, const void* source, size_t bytes);
 /* 1 when address lies in the shared range, else 0. */
 int lmdx_is_shared(const void* address);
 
+/* A file-scope shared variable: lmdxpp's output for `LMDX_shared T name[dims];` calls it from a
+ * constructor, before main. Every node creates or finds the variable `name` (as lmdx_shared_var)
+ * while lmdx_init starts it and calls bind with its address; registrations after lmdx_init are
+ * bound at once. A rank whose module does not share memory binds nothing. */
+int lmdx_register_shared(const char* name, size_t bytes, void (*bind)(void* address));
+
 /* MDX spelling: LMDX_make_dsm(double, grid) is a double* to the shared variable "grid". */
 #define LMDX_make_dsm(T, name) ((T*)lmdx_shared_var(#name, sizeof(T)))
 #define LMDX_get_dsm(destination, shared_source, bytes) \
@@ -345,6 +351,10 @@ void* lmdx_join_thread(lmdx_thread_t thread);
 int lmdx_kill_thread(lmdx_thread_t thread);
 /* Ends the calling LMDX thread with result; returns (LMDX_ERR_MISUSE) only outside one. */
 int lmdx_exit_thread(void* result);
+/* The oldest joinable thread this node started from fn and has not joined yet: MDX names threads
+ * by their function (LMDX_join_thread(prod) in lmdxpp's dialect). LMDX_THREAD_INVALID
+ * (LMDX_ERR_MISUSE) when there is none. */
+lmdx_thread_t lmdx_thread_started_from(void* (*fn)(void*));
 /* The calling thread's id (a node's main thread has one too). */
 lmdx_thread_t lmdx_thread_self(void);
 /* The node a thread runs on. */
