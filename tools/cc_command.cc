@@ -7,8 +7,12 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <system_error>
+
+#include "preprocessor/translator.h"
 
 #include "tools/exit_status.h"
 #include "tools/usage_error.h"
@@ -27,8 +31,10 @@ constexpr char kHelp[] =
     "Compiles each source (.c as C11, .cc/.cpp/.cxx/.C as C++20) with -I LMDX_HOME/include and "
     "links\nthe program with g++ against bazel-bin/api/liblmdx.so. Flags: -D -U -I -include "
     "-isystem go to\ncompilation, -l -L -Wl, to linking, the rest (-O2, -g, -fsanitize=...) to "
-    "both.\n  -o OUT         the program to write (required)\n  -v, --verbose  print each "
-    "compiler command\nExample: lmdx cc prog.c -O2 -o prog && lmdx run ./prog -n 4";
+    "both.\nEach source goes through lmdxpp first (LMDX_shared, LMDX_thread, ...; "
+    "docs/preprocessor.md).\n  -o OUT         the program to write (required)\n  -v, --verbose  "
+    "print each compiler command\n  --no-lmdxpp    compile the sources as they are\nExample: lmdx "
+    "cc prog.c -O2 -o prog && lmdx run ./prog -n 4";
 
 bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
@@ -73,6 +79,37 @@ int RunCompiler(const CommandLine& command) {
   return ExitStatus::FromWaitStatus(ws).ShellCode();
 }
 
+// Runs lmdxpp on one source; its messages name the source as the user gave it.
+bool TranslateSource(const Translation& translation, bool verbose) {
+  if (verbose) {
+    std::cerr << "lmdxpp " << ShellQuote({translation.source, "-o", translation.output.string()})
+              << std::endl;
+  }
+  std::ifstream in(translation.source, std::ios::binary);
+  if (!in) {
+    std::cerr << "lmdx cc: cannot read " << translation.source << ": " << std::strerror(errno)
+              << "\n";
+    return false;
+  }
+  std::ostringstream source;
+  source << in.rdbuf();
+  std::string translated;
+  try {
+    translated = pp::Translate(source.str(), translation.source);
+  } catch (const pp::SourceError& error) {
+    std::cerr << pp::FormatError(translation.source, error) << "\n";
+    return false;
+  }
+  std::ofstream out(translation.output, std::ios::binary | std::ios::trunc);
+  out << translated;
+  out.close();
+  if (!out) {
+    std::cerr << "lmdx cc: cannot write " << translation.output.string() << "\n";
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::optional<Language> SourceLanguage(const std::string& path) {
@@ -97,6 +134,8 @@ CcRequest ParseCcArguments(const std::vector<std::string>& args) {
     };
     if (arg == "-v" || arg == "--verbose") {
       request.verbose = true;
+    } else if (arg == "--no-lmdxpp") {
+      request.preprocess = false;
     } else if (StartsWith(arg, "-o")) {
       request.output = value_of("-o");
     } else if (arg == "-c" || arg == "-S" || arg == "-E") {
@@ -155,17 +194,28 @@ CcPlan PlanCc(const CcRequest& request, const CcLayout& layout, const fs::path& 
   for (std::size_t i = 0; i < request.sources.size(); ++i) {
     const std::string& source = request.sources[i];
     bool c = SourceLanguage(source) == Language::kC;
-    // The index keeps objects apart when two sources share a file name (a/x.c and b/x.c).
-    fs::path object =
-        object_dir / (std::to_string(i) + "-" + fs::path(source).stem().string() + ".o");
+    // The index keeps files apart when two sources share a file name (a/x.c and b/x.c).
+    std::string base = std::to_string(i) + "-" + fs::path(source).stem().string();
+    fs::path object = object_dir / (base + ".o");
+    std::string compiled = source;
+    if (request.preprocess) {
+      fs::path translated = object_dir / (base + fs::path(source).extension().string());
+      plan.translate.push_back({source, translated});
+      compiled = translated.string();
+    }
     CommandLine compile = {c ? "gcc" : "g++"};
     const std::string& user_std = c ? request.c_std : request.cxx_std;
     compile.push_back(user_std.empty() ? (c ? kDefaultCStd : kDefaultCxxStd) : user_std);
     compile.push_back("-I" + layout.include_dir.string());
+    if (request.preprocess) {
+      // Quoted includes are searched next to the original, not next to its translation.
+      fs::path folder = fs::path(source).parent_path();
+      compile.push_back("-iquote" + (folder.empty() ? std::string(".") : folder.string()));
+    }
     compile.insert(compile.end(), request.compile_flags.begin(), request.compile_flags.end());
     compile.insert(compile.end(), request.common_flags.begin(), request.common_flags.end());
     compile.push_back("-pthread");
-    compile.insert(compile.end(), {"-c", source, "-o", object.string()});
+    compile.insert(compile.end(), {"-c", compiled, "-o", object.string()});
     plan.compile.push_back(std::move(compile));
     plan.link.push_back(object.string());
   }
@@ -214,6 +264,9 @@ int CcCommand(const std::vector<std::string>& args, const Paths& paths) {
   CcLayout layout = FindCcLayout(paths);
   TempDir objects;
   CcPlan plan = PlanCc(request, layout, objects.path());
+  for (const Translation& translation : plan.translate) {
+    if (!TranslateSource(translation, request.verbose)) return 1;
+  }
   std::vector<CommandLine> steps = plan.compile;
   steps.push_back(plan.link);
   for (const CommandLine& step : steps) {

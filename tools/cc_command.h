@@ -12,8 +12,8 @@
 namespace lmdx::tools {
 
 // `lmdx cc SOURCES... -o OUT [compiler flags]`: compiles and links a C or C++ program against
-// LMDX without Bazel. Every source is compiled to an object first and the objects are linked in a
-// second step, so a source-to-source step (the preprocessor) can slot in before compilation.
+// LMDX without Bazel. Every source goes through lmdxpp (LMDX_shared, LMDX_thread, ...; see
+// docs/preprocessor.md), is compiled to an object, and the objects are linked in a last step.
 
 using CommandLine = std::vector<std::string>;
 
@@ -32,6 +32,7 @@ struct CcRequest {
   std::string cxx_std;                     // a -std= for C++ given by the user, else empty
   std::string output;
   bool verbose = false;
+  bool preprocess = true;  // --no-lmdxpp compiles the sources as they are
 };
 
 // Throws UsageError for a missing -o, no sources, or an option missing its value.
@@ -45,11 +46,19 @@ struct CcLayout {
 // Throws UsageError when LMDX_HOME is unknown or liblmdx.so is not built.
 CcLayout FindCcLayout(const Paths& paths);
 
+// A source translated by lmdxpp before it is compiled.
+struct Translation {
+  std::string source;
+  std::filesystem::path output;
+};
+
 struct CcPlan {
-  std::vector<CommandLine> compile;  // one per source
+  std::vector<Translation> translate;  // one per source, unless --no-lmdxpp
+  std::vector<CommandLine> compile;    // one per source
   CommandLine link;
 };
-// The compiler command lines for a request; objects go to object_dir.
+// The translations and compiler command lines for a request; translations and objects go to
+// object_dir.
 CcPlan PlanCc(const CcRequest& request, const CcLayout& layout,
               const std::filesystem::path& object_dir);
 

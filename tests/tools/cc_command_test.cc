@@ -52,14 +52,34 @@ TEST(CcCommandTest, PlanCompilesEachSourceThenLinksAgainstLmdx) {
   CcRequest r = ParseCcArguments({"main.c", "util.cc", "-O2", "-DX", "-lm", "-o", "prog"});
   CcPlan plan = PlanCc(r, {"/lmdx/include", "/out/api"}, "/tmp/objs");
   ASSERT_EQ(plan.compile.size(), 2u);
-  EXPECT_EQ(plan.compile[0], (CommandLine{"gcc", "-std=gnu11", "-I/lmdx/include", "-DX", "-O2",
-                                          "-pthread", "-c", "main.c", "-o", "/tmp/objs/0-main.o"}));
+  ASSERT_EQ(plan.translate.size(), 2u);
+  EXPECT_EQ(plan.translate[0].source, "main.c");
+  EXPECT_EQ(plan.translate[0].output, "/tmp/objs/0-main.c");
+  EXPECT_EQ(plan.translate[1].output, "/tmp/objs/1-util.cc");
+  EXPECT_EQ(plan.compile[0],
+            (CommandLine{"gcc", "-std=gnu11", "-I/lmdx/include", "-iquote.", "-DX", "-O2",
+                         "-pthread", "-c", "/tmp/objs/0-main.c", "-o", "/tmp/objs/0-main.o"}));
   EXPECT_EQ(plan.compile[1][0], "g++");
   EXPECT_TRUE(Has(plan.compile[1], "-std=c++20"));
   EXPECT_EQ(plan.link, (CommandLine{"g++", "/tmp/objs/0-main.o", "/tmp/objs/1-util.o", "-O2", "-o",
                                     "prog", "-L/out/api", "-Wl,-rpath,/out/api", "-llmdx",
                                     "-Wl,--push-state,--no-as-needed", "-ljemalloc",
                                     "-Wl,--pop-state", "-lm", "-pthread"}));
+}
+
+TEST(CcCommandTest, TranslationsFindQuotedIncludesNextToTheOriginal) {
+  CcRequest r = ParseCcArguments({"src/app/main.c", "-o", "prog"});
+  CcPlan plan = PlanCc(r, {"/i", "/l"}, "/o");
+  EXPECT_TRUE(Has(plan.compile[0], "-iquotesrc/app"));
+  EXPECT_TRUE(Has(plan.compile[0], "/o/0-main.c"));
+}
+
+TEST(CcCommandTest, NoLmdxppCompilesTheSourcesAsTheyAre) {
+  CcRequest r = ParseCcArguments({"main.c", "--no-lmdxpp", "-o", "prog"});
+  CcPlan plan = PlanCc(r, {"/i", "/l"}, "/o");
+  EXPECT_TRUE(plan.translate.empty());
+  EXPECT_TRUE(Has(plan.compile[0], "main.c"));
+  EXPECT_FALSE(Has(plan.compile[0], "-iquote."));
 }
 
 TEST(CcCommandTest, UserStandardReplacesTheDefaultForItsLanguageOnly) {

@@ -37,6 +37,23 @@ int main(int argc, char **argv) {
 }
 )";
 
+// The MDX dialect: lmdx cc runs lmdxpp before compiling.
+constexpr char kDialectProgram[] = R"(#include <stdint.h>
+#include <stdio.h>
+LMDX_shared long squares[64];
+LMDX_thread square(void *arg) {
+  for (long i = (intptr_t)arg; i < 64; i += 4) squares[i] = i * i;
+}
+int main(void) {
+  for (int t = 0; t < 4; t++) LMDX_start_thread(square, (void *)(intptr_t)t);
+  for (int t = 0; t < 4; t++) LMDX_join_thread(square);
+  long sum = 0;
+  for (int i = 0; i < 64; i++) sum += squares[i];
+  printf("sum of squares %ld, %zu bytes\n", sum, sizeof squares);
+  return 0;
+}
+)";
+
 // A repository as the tool expects it (include/ and bazel-bin/api/liblmdx.so), made of links
 // into the test's runfiles, and a folder outside it for the user's program.
 class CcEndToEndTest : public ::testing::Test {
@@ -107,6 +124,40 @@ TEST_F(CcEndToEndTest, CompilerFailurePassesItsStatusThrough) {
   EXPECT_EQ(built.code, 1);
   EXPECT_NE(built.err.find("undeclared"), std::string::npos) << built.err;
   EXPECT_FALSE(fs::exists(user_ / "broken"));
+}
+
+TEST_F(CcEndToEndTest, DialectProgramIsPreprocessedBuiltAndRun) {
+  fs::path source = user_ / "squares.c";
+  std::ofstream(source) << kDialectProgram;
+  fs::path program = user_ / "squares";
+  std::vector<std::string> cc = {"cc", source.string(), "-o", program.string(), "-v"};
+  for (const std::string& flag : SanitizerFlags()) cc.push_back(flag);
+  Outcome built = Lmdx(cc);
+  ASSERT_EQ(built.code, 0) << built.err;
+  EXPECT_NE(built.err.find("lmdxpp " + source.string() + " -o "), std::string::npos) << built.err;
+  Outcome ran = Lmdx({"run", program.string(), "-n", "3"});
+  EXPECT_EQ(ran.code, 0) << ran.err;
+  EXPECT_EQ(ran.out, "sum of squares 85344, 512 bytes\n");  // 0^2 + ... + 63^2
+}
+
+TEST_F(CcEndToEndTest, CompilerMessagesPointAtTheUsersLines) {
+  fs::path source = user_ / "typo.c";
+  std::ofstream(source) << "LMDX_shared int grid[4];\n\nint main(void) {\n  return grdi[0];\n}\n";
+  Outcome built = Lmdx({"cc", source.string(), "-o", (user_ / "typo").string()});
+  EXPECT_EQ(built.code, 1);
+  EXPECT_NE(built.err.find(source.string() + ":4:10: error: 'grdi' undeclared"), std::string::npos)
+      << built.err;
+}
+
+TEST_F(CcEndToEndTest, MalformedConstructStopsBeforeTheCompiler) {
+  fs::path source = user_ / "bad.c";
+  std::ofstream(source) << "int main(void) {\n  LMDX_barrier(a, b);\n  return 0;\n}\n";
+  Outcome built = Lmdx({"cc", source.string(), "-o", (user_ / "bad").string()});
+  EXPECT_EQ(built.code, 1);
+  EXPECT_EQ(built.err, source.string() +
+                           ":2:3: error: 'LMDX_barrier' takes 1 argument, not 2: "
+                           "LMDX_barrier(name)\n");
+  EXPECT_FALSE(fs::exists(user_ / "bad"));
 }
 
 }  // namespace

@@ -1,0 +1,33 @@
+#ifndef LMDX_PREPROCESSOR_SOURCE_EDITS_H_
+#define LMDX_PREPROCESSOR_SOURCE_EDITS_H_
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lmdx::pp {
+
+// Replacements of byte ranges of a source, applied in one pass. Everything no edit touches is
+// copied byte for byte, so comments, strings and layout survive preprocessing.
+class SourceEdits {
+ public:
+  void Replace(std::size_t begin, std::size_t end, std::string text);
+  void Insert(std::size_t at, std::string text) { Replace(at, at, std::move(text)); }
+
+  // The source with every edit applied. Edits must not overlap (a programming error otherwise);
+  // insertions at one place keep the order they were made in.
+  std::string Apply(std::string_view source) const;
+
+ private:
+  struct Edit {
+    std::size_t begin;
+    std::size_t end;
+    std::string text;
+  };
+  std::vector<Edit> edits_;
+};
+
+}  // namespace lmdx::pp
+
+#endif  // LMDX_PREPROCESSOR_SOURCE_EDITS_H_

@@ -1,0 +1,163 @@
+// lmdxpp's translation: golden outputs for each construct (testdata/NAME and NAME.golden; run
+// tests/preprocessor/update_golden.sh after an intended change and review the diff), and the
+// error, with its line and column, for each kind of malformed input.
+#include "preprocessor/translator.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace lmdx::pp {
+namespace {
+
+constexpr char kTestData[] = "tests/preprocessor/testdata/";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in.good()) << "cannot read " << path;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+class GoldenTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(GoldenTest, OutputMatchesTheGoldenFile) {
+  std::string input = std::string(kTestData) + GetParam();
+  std::string expected = ReadFile(input + ".golden");
+  ASSERT_FALSE(expected.empty());
+  EXPECT_EQ(Translate(ReadFile(input), input), expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(Constructs, GoldenTest,
+                         ::testing::Values("shared.c", "thread.c", "sugar.c", "passthrough.c",
+                                           "namespace.cc"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           for (char& c : name) c = std::isalnum(c) ? c : '_';
+                           return name;
+                         });
+
+TEST(TranslatorTest, LinesKeepTheirNumbers) {
+  std::string source =
+      "LMDX_shared int\n  spread[2]\n  [3];\nint after_declaration;\n"
+      "LMDX_thread t(void *a) {\n}\nint after_thread;\n";
+  std::string out = Translate(source, "x.c");
+  // Two lines of prologue (#include and #line), then the input's lines in place.
+  std::istringstream lines(out);
+  std::string line;
+  int number = -2;
+  int declaration_line = 0, thread_line = 0;
+  while (std::getline(lines, line)) {
+    ++number;
+    if (line == "int after_declaration;") declaration_line = number;
+    if (line == "int after_thread;") thread_line = number;
+  }
+  EXPECT_EQ(declaration_line, 4);
+  EXPECT_EQ(thread_line, 7);
+}
+
+TEST(TranslatorTest, NameInLineDirectiveIsEscaped) {
+  std::string out = Translate("int x;\n", "dir \"q\"\\x.c");
+  EXPECT_NE(out.find("#line 1 \"dir \\\"q\\\"\\\\x.c\"\n"), std::string::npos) << out;
+}
+
+struct BadInput {
+  const char* source;
+  int line;
+  int column;
+  const char* message;  // a part of the error's text
+};
+
+class ErrorTest : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(ErrorTest, NamesTheProblemWithLineAndColumn) {
+  const BadInput& bad = GetParam();
+  try {
+    std::string out = Translate(bad.source, "bad.c");
+    ADD_FAILURE() << "accepted:\n" << bad.source << "\nas:\n" << out;
+  } catch (const SourceError& error) {
+    EXPECT_EQ(error.where().line, bad.line) << error.what();
+    EXPECT_EQ(error.where().column, bad.column) << error.what();
+    EXPECT_NE(std::string(error.what()).find(bad.message), std::string::npos)
+        << "got: " << error.what() << "\nwanted: " << bad.message;
+    std::string formatted = FormatError("bad.c", error);
+    EXPECT_EQ(formatted.rfind("bad.c:" + std::to_string(bad.line) + ":" +
+                                  std::to_string(bad.column) + ": error: ",
+                              0),
+              0u)
+        << formatted;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Malformed, ErrorTest,
+    ::testing::Values(
+        BadInput{"void f(void) { LMDX_shared int x; }", 1, 16, "belongs at file scope"},
+        BadInput{"struct s {\n  LMDX_shared int x;\n};", 2, 3, "belongs at file scope"},
+        BadInput{"LMDX_shared int x = 5;", 1, 19, "cannot have an initializer"},
+        BadInput{"LMDX_shared int a[4][];", 1, 21, "needs every size"},
+        BadInput{"LMDX_shared x;", 1, 13, "has no type"},
+        BadInput{"LMDX_shared int x\nint y;", 2, 1,
+                 "expected ';' after the LMDX_shared declaration of 'x'"},
+        BadInput{"LMDX_shared int a, 3;", 1, 20, "expected the name of a shared variable"},
+        BadInput{"LMDX_shared static int x;", 1, 13, "'static' cannot apply"},
+        BadInput{"LMDX_shared int f(void);", 1, 17, "declares variables"},
+        BadInput{"LMDX_shared int;", 1, 16, "expected the name of a shared variable"},
+        BadInput{"LMDX_shared int x;\nLMDX_shared long x;", 2, 18,
+                 "declared twice (first at line 1)"},
+        BadInput{"LMDX_thread t(int n) { return 0; }", 1, 15, "takes one 'void *' argument"},
+        BadInput{"LMDX_thread t(void *a, void *b) {}", 1, 15, "takes one 'void *' argument"},
+        BadInput{"LMDX_thread (void *a) {}", 1, 13, "expected the thread function's name"},
+        BadInput{"LMDX_thread t {}", 1, 15, "expected '(' after LMDX_thread t"},
+        BadInput{"LMDX_thread t(void *a) int x;", 1, 24, "expected '{' or ';'"},
+        BadInput{"void f(void) {\n  LMDX_thread t(void *a);\n}", 2, 3, "belongs at file scope"},
+        BadInput{"void f(void) { LMDX_barrier(a, b); }", 1, 16,
+                 "'LMDX_barrier' takes 1 argument, not 2"},
+        BadInput{"void f(char *n) { LMDX_barrier(n + 1); }", 1, 32,
+                 "must be an identifier or a string literal"},
+        BadInput{"void f(void) { LMDX_barrier; }", 1, 16, "needs its arguments"},
+        BadInput{"void f(void) { LMDX_start_thread(); }", 1, 16, "takes 1 or 2 arguments, not 0"},
+        BadInput{"void f(void) { LMDX_exit_thread(a, b); }", 1, 16,
+                 "takes 0 or 1 arguments, not 2"},
+        BadInput{"void f(void) { LMDX_barrier_init(a, ); }", 1, 37, "argument 2 is empty"},
+        BadInput{"LMDX_shraed int x;", 1, 1,
+                 "unknown LMDX construct 'LMDX_shraed'; did you mean 'LMDX_shared'?"},
+        BadInput{"void f(void) { LMDX_sema_p(s); }", 1, 16, "did you mean 'LMDX_sema_P'?"},
+        BadInput{"LMDX_shared int grid[4];\nvoid f(void) {\n  int grid = 0;\n}", 3, 7,
+                 "'grid' is declared here but names the LMDX_shared variable of line 1"},
+        BadInput{"LMDX_shared size_t n;\nvoid f(size_t n);", 2, 15,
+                 "names the LMDX_shared variable"},
+        BadInput{"LMDX_shared int v[2];\nstruct s {\n  float *v;\n};", 3, 10,
+                 "names the LMDX_shared variable"},
+        BadInput{"void f(void) { LMDX_sema_P(s; }", 1, 27, "'(' is never closed"},
+        BadInput{"int x;\n/* open", 2, 1, "unterminated comment"},
+        BadInput{"const char *s = R\"x(never closed", 1, 17, "unterminated raw string"},
+        BadInput{"int x;\nconst char *s = \"no end;\nint y;", 2, 17,
+                 "missing terminating '\"' character"},
+        BadInput{"char c = 'x;", 1, 10, "missing terminating ' character"},
+        BadInput{"int main(int argc) { return 0; }", 1, 9,
+                 "main takes no parameters, (argc, argv) or (argc, argv, envp)"}));
+
+TEST(TranslatorTest, ProgramsThatStartLmdxThemselvesKeepTheirMain) {
+  std::string source = "int main(int c, char **v) { lmdx_init_spmd(&c, &v); return 0; }\n";
+  std::string out = Translate(source, "spmd.c");
+  EXPECT_EQ(out.find("lmdx_program_main"), std::string::npos) << out;
+  EXPECT_NE(out.find(source), std::string::npos) << out;
+}
+
+TEST(TranslatorTest, VoidMainStillEndsTheJobWithStatusZero) {
+  std::string out = Translate("void main(void) { }\n", "v.c");
+  EXPECT_NE(out.find("void lmdx_program_main(void)"), std::string::npos) << out;
+  EXPECT_NE(out.find("  lmdx_program_main();\n  return 0;\n"), std::string::npos) << out;
+}
+
+TEST(TranslatorTest, MacrosTheFileDefinesAreNotConstructs) {
+  std::string source = "#define LMDX_mine(x) (x)\nint y = LMDX_mine(1);\n";
+  EXPECT_NE(Translate(source, "m.c").find("int y = LMDX_mine(1);"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace lmdx::pp
