@@ -50,11 +50,13 @@ class Lexer {
       } else if (c == '#' && line_start) {
         Directive();
         line_start = true;
-      } else if (skipping_) {
-        ++pos_;  // text under #if 0 need not even be C
       } else {
         line_start = false;
-        Lex(TokenContext::kCode);
+        if (skipping_) {
+          ++pos_;  // text under #if 0 need not even be C
+        } else {
+          Lex(TokenContext::kCode);
+        }
       }
     }
     return std::move(tokens_);
@@ -103,9 +105,7 @@ class Lexer {
       if (c == '\n') return;
       if (c == '\\' && Peek(1) == '\n') {
         pos_ += 2;
-      } else if (c == '/' && Peek(1) == '*') {
-        SkipComment();
-      } else if (c == '/' && Peek(1) == '/') {
+      } else if (c == '/' && (Peek(1) == '*' || Peek(1) == '/')) {
         SkipComment();
       } else if (std::isspace(static_cast<unsigned char>(c)) || !define) {
         ++pos_;
@@ -136,7 +136,7 @@ class Lexer {
   bool RestOfLineIs(std::string_view word) const {
     std::size_t end = source_.find('\n', pos_);
     std::string_view rest = source_.substr(pos_, end == std::string_view::npos ? end : end - pos_);
-    std::size_t comment = rest.find("/");
+    std::size_t comment = rest.find('/');
     if (comment != std::string_view::npos) rest = rest.substr(0, comment);
     std::size_t first = rest.find_first_not_of(" \t");
     std::size_t last = rest.find_last_not_of(" \t\r");
@@ -170,12 +170,12 @@ class Lexer {
   void Number() {
     while (pos_ < source_.size()) {
       char c = source_[pos_];
-      if ((c == '+' || c == '-') && pos_ > 0 &&
-          std::string_view("eEpP").find(source_[pos_ - 1]) != std::string_view::npos) {
-        ++pos_;
-      } else if (c == '\'' && IsIdentifierChar(Peek(1))) {
+      bool exponent_sign =
+          (c == '+' || c == '-') && pos_ > 0 &&
+          std::string_view("eEpP").find(source_[pos_ - 1]) != std::string_view::npos;
+      if (c == '\'' && IsIdentifierChar(Peek(1))) {
         pos_ += 2;
-      } else if (IsIdentifierChar(c) || c == '.') {
+      } else if (exponent_sign || IsIdentifierChar(c) || c == '.') {
         ++pos_;
       } else {
         return;

@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
     } else if (input.empty()) {
       input = arg;
     } else {
-      return Usage("one input at a time (got " + input + " and " + arg + ")");
+      return Usage("one input at a time (got " + input + " and " + arg.append(")"));
     }
   }
   if (input.empty()) return Usage("no input file given");

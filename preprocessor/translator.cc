@@ -533,7 +533,8 @@ class Translator {
     std::size_t first = i;
     std::string qualifier;
     while (first >= 2 && Is(first - 1, "::") && IsName(first - 2)) {
-      qualifier = std::string(code_[first - 2].text) + (qualifier.empty() ? "" : "::") + qualifier;
+      if (!qualifier.empty()) qualifier.insert(0, "::");
+      qualifier.insert(0, code_[first - 2].text);
       first -= 2;
     }
     bool global = first >= 1 && Is(first - 1, "::");

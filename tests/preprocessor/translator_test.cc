@@ -154,6 +154,18 @@ TEST(TranslatorTest, VoidMainStillEndsTheJobWithStatusZero) {
   EXPECT_NE(out.find("  lmdx_program_main();\n  return 0;\n"), std::string::npos) << out;
 }
 
+TEST(TranslatorTest, TextUnderIfZeroIsNotRead) {
+  std::string source =
+      "#if 0\nLMDX_shared int x = 1; 'open\n#ifdef A\n#endif\n#else\nLMDX_shared int y;\n"
+      "#endif\nint *z = &y;\n#if 0 /* off */\nLMDX_barrier(a, b);\n#elif B\nint w = y;\n#endif\n";
+  std::string out = Translate(source, "if0.c");
+  EXPECT_NE(out.find("LMDX_shared int x = 1; 'open\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("static int *lmdx_shared_y;"), std::string::npos) << out;
+  EXPECT_NE(out.find("int *z = &(*lmdx_shared_y);"), std::string::npos) << out;
+  EXPECT_NE(out.find("LMDX_barrier(a, b);"), std::string::npos) << out;
+  EXPECT_NE(out.find("int w = (*lmdx_shared_y);"), std::string::npos) << out;
+}
+
 TEST(TranslatorTest, MacrosTheFileDefinesAreNotConstructs) {
   std::string source = "#define LMDX_mine(x) (x)\nint y = LMDX_mine(1);\n";
   EXPECT_NE(Translate(source, "m.c").find("int y = LMDX_mine(1);"), std::string::npos);
