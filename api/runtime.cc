@@ -141,6 +141,7 @@ int Init(const char* call, Style style) {
   }
   net::Node& node = *current_node.load();
   BindSharedVariables();
+  threads::Current()->Open();  // now threads placed here may run
   if (style == Style::kThreads) {
     if (node.rank() != 0) {
       // Serve the job until rank 0's main returns, then leave with its status.

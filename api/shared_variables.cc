@@ -2,8 +2,8 @@
 //
 // lmdxpp turns `LMDX_shared T name[dims];` into a pointer and a constructor that registers it
 // here before main runs. Every node binds every registered variable while lmdx_init starts it,
-// before rank 0 runs main and before any other rank serves threads: a thread may run on any node
-// and must find the variable's pointer set there.
+// before rank 0 runs main and before the node lets any LMDX thread run (threads::Service::Open):
+// a thread may run on any node and must find the variable's pointer set there.
 #include <mutex>
 #include <string>
 #include <vector>
@@ -52,7 +52,6 @@ void BindSharedVariables() {
     registry.bound = true;
     pending.swap(registry.pending);
   }
-  if (pending.empty()) return;  // the same on every node: they all run one executable
   // A module that talks by messages only has no shared memory; its pointers stay null.
   if (!SharesMemory()) pending.clear();
   for (const Registration& registration : pending) {
@@ -67,9 +66,6 @@ void BindSharedVariables() {
       return LMDX_OK;
     });
   }
-  // No node runs user code before every node is bound: rank 0 may start a thread on a node the
-  // moment that node has joined, well before its own binding is done.
-  lmdx_barrier_all();
 }
 
 }  // namespace lmdx::api

@@ -29,6 +29,8 @@ class Parking {
   virtual void* Current() = 0;
   // Parks the calling user-level thread until Wake; a Wake that came first is remembered.
   virtual void Park() = 0;
+  // The same, but returns by the deadline at the latest (the caller checks what happened).
+  virtual void ParkUntil(std::chrono::steady_clock::time_point deadline) = 0;
   virtual void Wake(void* thread) = 0;
 };
 
@@ -98,10 +100,24 @@ class Completion {
     std::unique_lock lock(mutex_);
     ready_.wait(lock, [this] { return done(); });
   }
-  // False when the time ran out first. Polls the network briefly first, as Wait does. Blocks the
-  // OS thread even on a user-level thread (parking has no timeout yet).
+  // False when the time ran out first. A user-level thread parks until then; an OS thread polls
+  // the network briefly first, as Wait does, then sleeps.
   bool WaitFor(std::chrono::milliseconds timeout) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
+    Parking* parking = parking_.load(std::memory_order_acquire);
+    void* self = parking != nullptr && !NoParkingScope::active() ? parking->Current() : nullptr;
+    if (self != nullptr) {
+      for (;;) {
+        {
+          std::lock_guard lock(mutex_);
+          parked_ = nullptr;
+          if (done()) return true;
+          if (std::chrono::steady_clock::now() >= deadline) return false;
+          parked_ = self;
+        }
+        parking->ParkUntil(deadline);
+      }
+    }
     if (!done()) {
       CompletionDriver* driver = driver_.load(std::memory_order_acquire);
       if (driver != nullptr) driver->DriveBriefly(*this);

@@ -2,6 +2,7 @@
 
 #include <boost/context/fiber.hpp>
 #include <exception>
+#include <map>
 #include <string>
 
 #include "base/error.h"
@@ -26,13 +27,22 @@ struct UserThread::Impl {
   std::mutex state_mutex;
   State state = State::kReady;
   bool wake_pending = false;
+
+  // Its entry in worker->timers while it is in ParkUntil (both guarded by the worker's mutex).
+  std::multimap<std::chrono::steady_clock::time_point, UserThread*>::iterator timer;
+  bool timer_armed = false;
 };
+
+using Clock = std::chrono::steady_clock;
 
 struct SchedulerWorker {
   std::thread thread;
   std::mutex mutex;
   std::condition_variable ready_changed;
   std::deque<UserThread*> ready;
+  // Deadlines of its threads parked in ParkUntil. An entry lives only while its thread is inside
+  // ParkUntil, which erases it on the way out, so it never names an ended thread.
+  std::multimap<Clock::time_point, UserThread*> timers;
   bool stopping = false;
 };
 
@@ -120,12 +130,39 @@ void Scheduler::Enqueue(UserThread* thread) {
   worker.ready_changed.notify_one();
 }
 
+// Makes the threads whose deadline passed ready again (worker.mutex held). A thread that is not
+// parked any more was woken by someone else and needs nothing.
+void Scheduler::WakeExpired(SchedulerWorker& worker) {
+  auto now = Clock::now();
+  for (auto it = worker.timers.begin(); it != worker.timers.end() && it->first <= now;) {
+    UserThread::Impl& impl = *it->second->impl_;
+    {
+      std::lock_guard state_lock(impl.state_mutex);
+      if (impl.state == UserThread::Impl::State::kParked) {
+        impl.state = UserThread::Impl::State::kReady;
+        worker.ready.push_back(it->second);
+      }
+    }
+    impl.timer_armed = false;
+    it = worker.timers.erase(it);
+  }
+}
+
 void Scheduler::RunWorker(SchedulerWorker& worker) {
   for (;;) {
     UserThread* thread = nullptr;
     {
       std::unique_lock lock(worker.mutex);
-      worker.ready_changed.wait(lock, [&] { return worker.stopping || !worker.ready.empty(); });
+      auto runnable = [&] { return worker.stopping || !worker.ready.empty(); };
+      for (;;) {
+        WakeExpired(worker);
+        if (runnable()) break;
+        if (worker.timers.empty()) {
+          worker.ready_changed.wait(lock);
+        } else {
+          worker.ready_changed.wait_until(lock, worker.timers.begin()->first);
+        }
+      }
       if (worker.ready.empty()) return;
       thread = worker.ready.front();
       worker.ready.pop_front();
@@ -222,6 +259,24 @@ void Scheduler::Park() {
   }
   impl.reason = UserThread::Impl::Switch::kPark;
   impl.caller = std::move(impl.caller).resume();
+}
+
+void Scheduler::ParkUntil(Clock::time_point deadline) {
+  UserThread* thread = current_thread;
+  if (thread == nullptr) {
+    throw Error(LMDX_ERR_INTERNAL, "ParkUntil called outside a user-level thread");
+  }
+  UserThread::Impl& impl = *thread->impl_;
+  SchedulerWorker& worker = *impl.worker;
+  {
+    std::lock_guard lock(worker.mutex);
+    impl.timer = worker.timers.emplace(deadline, thread);
+    impl.timer_armed = true;
+  }
+  Park();
+  std::lock_guard lock(worker.mutex);
+  if (impl.timer_armed) worker.timers.erase(impl.timer);
+  impl.timer_armed = false;
 }
 
 void Scheduler::Wake(UserThread* thread) {

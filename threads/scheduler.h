@@ -9,6 +9,7 @@
 #define LMDX_THREADS_SCHEDULER_H_
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -69,6 +70,9 @@ class Scheduler {
   // From a user-level thread: sleeps until Wake(it). A Wake that comes first is remembered, so a
   // waiter that checks a condition, then parks, never misses the wake between the two.
   static void Park();
+  // Park with a deadline: returns at the deadline at the latest (its worker keeps the timer), or
+  // earlier on a Wake. It does not say which; callers check their condition and the clock.
+  static void ParkUntil(std::chrono::steady_clock::time_point deadline);
   // Makes a parked user-level thread ready again (or remembers the wake). Any thread may call it.
   static void Wake(UserThread* thread);
 
@@ -79,6 +83,7 @@ class Scheduler {
  private:
   friend class UserThread;
   void RunWorker(struct SchedulerWorker& worker);
+  static void WakeExpired(SchedulerWorker& worker);
   static void Enqueue(UserThread* thread);
   static void Finish(UserThread* thread);
 

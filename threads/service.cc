@@ -45,6 +45,9 @@ class FiberParking final : public net::Parking {
  public:
   void* Current() override { return Scheduler::Current(); }
   void Park() override { Scheduler::Park(); }
+  void ParkUntil(std::chrono::steady_clock::time_point deadline) override {
+    Scheduler::ParkUntil(deadline);
+  }
   void Wake(void* thread) override { Scheduler::Wake(static_cast<UserThread*>(thread)); }
 };
 
@@ -184,6 +187,7 @@ std::uint64_t Service::StartHere(ThreadFunction fn, void* argument, bool detache
   Entry& entry = entries_[id];
   entry.detached = detached;
   entry.thread = scheduler_.Spawn([this, id, fn, argument] {
+    WaitUntilOpen();
     void* result = nullptr;
     try {
       result = fn(argument);
@@ -194,6 +198,22 @@ std::uint64_t Service::StartHere(ThreadFunction fn, void* argument, bool detache
   });
   ids_[entry.thread.get()] = id;
   return id;
+}
+
+void Service::Open() {
+  {
+    std::lock_guard lock(open_mutex_);
+    open_.store(true, std::memory_order_release);
+  }
+  opened_.notify_all();
+}
+
+// Blocks the worker itself, not just the fiber: until the node is open no LMDX thread of it may
+// run, and a wait here lasts only while lmdx_init finishes.
+void Service::WaitUntilOpen() {
+  if (open_.load(std::memory_order_acquire)) return;
+  std::unique_lock lock(open_mutex_);
+  opened_.wait(lock, [this] { return open_.load(std::memory_order_acquire); });
 }
 
 void Service::Finished(std::uint64_t id, std::uint64_t result) {

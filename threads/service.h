@@ -6,6 +6,7 @@
 #define LMDX_THREADS_SERVICE_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -35,6 +36,10 @@ class Service {
   Service& operator=(const Service&) = delete;
 
   void RegisterHandlers();
+  // Lets threads run. A node takes start requests as soon as it has joined the job, before
+  // lmdx_init has finished setting it up (the API's node pointer, the program's shared
+  // variables); threads started until then wait here before running any user code.
+  void Open();
 
   // Starts fn(argument) on node (-1: where the placement policy says); returns the thread's id.
   std::uint64_t Start(ThreadFunction fn, void* argument, int node, bool detached);
@@ -68,6 +73,7 @@ class Service {
   };
 
   std::uint64_t StartHere(ThreadFunction fn, void* argument, bool detached);
+  void WaitUntilOpen();
   void Finished(std::uint64_t id, std::uint64_t result);
   std::uint64_t JoinHere(std::uint64_t id);
   int ChooseNode();
@@ -81,6 +87,9 @@ class Service {
   std::uint64_t next_number_ = 1;
   std::atomic<bool> any_killed_{false};  // spares every call the table lookup until a kill
   std::atomic<int> next_node_;
+  std::mutex open_mutex_;
+  std::condition_variable opened_;
+  std::atomic<bool> open_{false};
 };
 
 // The result of a killed thread.

@@ -1,6 +1,7 @@
 // User-level threads: many of them, yields, park and wake, join, and that a parked thread never
 // holds up the others of its worker.
 #include "threads/scheduler.h"
+#include "net/completion.h"
 #include "threads/stack_pool.h"
 
 #include <gtest/gtest.h>
@@ -94,6 +95,100 @@ TEST(SchedulerTest, AWakeBeforeTheParkIsNotLost) {
     ready = true;
     thread->Join();
   }
+}
+
+TEST(SchedulerTest, ParkUntilReturnsAtTheDeadlineAndTheWorkerRunsOthersMeanwhile) {
+  Scheduler scheduler({.workers = 1});
+  using Clock = std::chrono::steady_clock;
+  std::atomic<int> others_before_return{-1};
+  std::atomic<int> others{0};
+  Clock::duration slept{};
+  auto sleeper = scheduler.Spawn([&] {
+    auto start = Clock::now();
+    Scheduler::ParkUntil(start + std::chrono::milliseconds(50));
+    slept = Clock::now() - start;
+    others_before_return = others.load();
+  });
+  std::vector<std::shared_ptr<UserThread>> busy;
+  busy.reserve(100);
+  for (int i = 0; i < 100; ++i) busy.push_back(scheduler.Spawn([&] { others.fetch_add(1); }));
+  sleeper->Join();
+  for (auto& thread : busy) thread->Join();
+  EXPECT_GE(slept, std::chrono::milliseconds(50));
+  EXPECT_EQ(others_before_return.load(), 100);  // the only worker ran them while it slept
+}
+
+TEST(SchedulerTest, ParkUntilReturnsEarlyOnAWake) {
+  Scheduler scheduler({.workers = 2});
+  using Clock = std::chrono::steady_clock;
+  std::atomic<UserThread*> self{nullptr};
+  std::atomic<bool> woken{false};
+  auto start = Clock::now();
+  auto thread = scheduler.Spawn([&] {
+    self = Scheduler::Current();
+    while (!woken.load()) Scheduler::ParkUntil(Clock::now() + std::chrono::seconds(60));
+  });
+  while (self.load() == nullptr) std::this_thread::yield();
+  woken = true;
+  Scheduler::Wake(self.load());
+  thread->Join();
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(30));
+}
+
+TEST(SchedulerTest, ManyDeadlinesInAnyOrderEachReturnAfterItsOwn) {
+  Scheduler scheduler({.workers = 2});
+  using Clock = std::chrono::steady_clock;
+  constexpr int kThreads = 60;
+  std::vector<Clock::duration> late(kThreads);
+  std::vector<std::shared_ptr<UserThread>> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.push_back(scheduler.Spawn([&late, i] {
+      auto deadline = Clock::now() + std::chrono::milliseconds((i * 37) % 90 + 1);
+      Scheduler::ParkUntil(deadline);
+      late[i] = Clock::now() - deadline;
+    }));
+  }
+  for (auto& thread : threads) thread->Join();
+  for (int i = 0; i < kThreads; ++i) EXPECT_GE(late[i].count(), 0) << i;
+  EXPECT_EQ(scheduler.live(), 0u);
+}
+
+// The threads layer's adapter, as threads/service.cc installs it.
+class TestParking final : public net::Parking {
+ public:
+  void* Current() override { return Scheduler::Current(); }
+  void Park() override { Scheduler::Park(); }
+  void ParkUntil(std::chrono::steady_clock::time_point deadline) override {
+    Scheduler::ParkUntil(deadline);
+  }
+  void Wake(void* thread) override { Scheduler::Wake(static_cast<UserThread*>(thread)); }
+};
+
+TEST(SchedulerTest, TimedRuntimeWaitsParkTheUserThread) {
+  TestParking parking;
+  net::Completion::SetParking(&parking);
+  Scheduler scheduler({.workers = 1});
+  std::atomic<int> others{0};
+  std::atomic<int> others_during_timeout{-1};
+  net::Completion never;
+  net::Completion later;
+  std::atomic<bool> timed_out{false}, completed{false};
+  auto waiter = scheduler.Spawn([&] {
+    timed_out = !never.WaitFor(std::chrono::milliseconds(30));
+    others_during_timeout = others.load();
+    completed = later.WaitFor(std::chrono::seconds(60));
+  });
+  std::vector<std::shared_ptr<UserThread>> busy;
+  busy.reserve(50);
+  for (int i = 0; i < 50; ++i) busy.push_back(scheduler.Spawn([&] { others.fetch_add(1); }));
+  for (auto& thread : busy) thread->Join();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  later.Signal();
+  waiter->Join();
+  net::Completion::SetParking(nullptr);
+  EXPECT_TRUE(timed_out.load());
+  EXPECT_EQ(others_during_timeout.load(), 50);  // one worker: they ran while the waiter was parked
+  EXPECT_TRUE(completed.load());
 }
 
 TEST(SchedulerTest, PingPongBetweenTwoUserThreadsOnTwoWorkers) {
