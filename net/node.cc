@@ -652,7 +652,26 @@ void Node::Dispatch(InboundMessage& message) {
     return;
   }
   if (is_request) engine_.WantLinger();
-  handler(message, is_request ? &reply_to : nullptr);
+  try {
+    handler(message, is_request ? &reply_to : nullptr);
+  } catch (const Error& error) {
+    // A handler whose answer cannot go out (the job ended under it, the asker vanished) must not
+    // take the progress thread, and with it the process, down.
+    std::string text = std::string("a handler of message type ") +
+                       std::to_string(static_cast<int>(message.header.type)) +
+                       " failed: " + error.what();
+    if (ending() || stopped_.load(std::memory_order_acquire)) {
+      DebugLine(text);
+      return;
+    }
+    LogLine(text);
+    if (!is_request) return;
+    try {
+      ReplyError(reply_to, static_cast<lmdx_error>(error.code()), error.what());
+    } catch (const Error& reply_error) {
+      DebugLine(std::string("its error reply failed too: ") + reply_error.what());
+    }
+  }
 }
 
 void Node::OnPeerLost(int rank, const std::string& why) {
