@@ -32,6 +32,9 @@ class Parking {
   // The same, but returns by the deadline at the latest (the caller checks what happened).
   virtual void ParkUntil(std::chrono::steady_clock::time_point deadline) = 0;
   virtual void Wake(void* thread) = 0;
+  // True when the calling user-level thread was killed (lmdx_kill_thread) and should stop
+  // waiting; its Wake comes after the mark.
+  virtual bool Interrupted() = 0;
 };
 
 // While one is alive on a thread, waits on it block the OS thread even on a user-level thread: a
@@ -99,6 +102,27 @@ class Completion {
     }
     std::unique_lock lock(mutex_);
     ready_.wait(lock, [this] { return done(); });
+  }
+  // Wait, except that a user-level thread killed while it waits stops waiting and gets false.
+  // The caller then withdraws what it waited for (a queued lock request, a posted receive), or,
+  // when it is too late for that, waits on with Wait. An OS thread is never interrupted.
+  bool WaitUnlessInterrupted() {
+    Parking* parking = parking_.load(std::memory_order_acquire);
+    void* self = parking != nullptr && !NoParkingScope::active() ? parking->Current() : nullptr;
+    if (self == nullptr) {
+      Wait();
+      return true;
+    }
+    for (;;) {
+      {
+        std::lock_guard lock(mutex_);
+        parked_ = nullptr;
+        if (done()) return true;
+        if (parking->Interrupted()) return false;
+        parked_ = self;
+      }
+      parking->Park();
+    }
   }
   // False when the time ran out first. A user-level thread parks until then; an OS thread polls
   // the network briefly first, as Wait does, then sleeps.

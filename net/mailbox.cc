@@ -1,5 +1,6 @@
 #include "net/mailbox.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/log.h"
@@ -61,6 +62,15 @@ Mailbox::Result Mailbox::Receive(int source, int tag, void* buffer, std::size_t 
     }
     if (!wait) return Result{1, -1, -1, 0, {}};
     posted_.push_back(&posted);
+  }
+  if (!posted.done.WaitUnlessInterrupted()) {
+    std::lock_guard lock(mutex_);
+    auto it = std::find(posted_.begin(), posted_.end(), &posted);
+    if (it != posted_.end() && !posted.claimed) {
+      posted_.erase(it);
+      return Result{LMDX_ERR_SHUTDOWN, -1, -1, 0, "the thread was killed while it waited"};
+    }
+    // A message is being read into the buffer already: the receive completes.
   }
   posted.done.Wait();
   return posted.result;

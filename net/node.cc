@@ -507,11 +507,12 @@ std::unique_ptr<Node::PendingRequest> Node::StartRequest(int dest, MessageType t
                                                          std::uint8_t* reply_buffer,
                                                          std::size_t reply_capacity) {
   auto pending = std::make_unique<PendingRequest>();
+  std::uint64_t id = next_request_id_.fetch_add(1, std::memory_order_relaxed);
+  pending->id = id;
   pending->dest = dest;
   pending->type = type;
   pending->reply_buffer = reply_buffer;
   pending->reply_capacity = reply_capacity;
-  std::uint64_t id = next_request_id_.fetch_add(1, std::memory_order_relaxed);
   {
     std::lock_guard lock(requests_mutex_);
     requests_[id] = pending.get();
@@ -544,6 +545,23 @@ std::unique_ptr<Node::PendingRequest> Node::StartRequest(int dest, MessageType t
     fail(error.code(), error.what());
   }
   return pending;
+}
+
+std::optional<InboundMessage> Node::RequestUnlessInterrupted(int dest, MessageType type,
+                                                             std::string body,
+                                                             LateReply on_late_reply) {
+  auto pending = StartRequest(dest, type, std::move(body));
+  if (!pending->done.WaitUnlessInterrupted()) {
+    {
+      std::lock_guard lock(requests_mutex_);
+      if (requests_.erase(pending->id) != 0) {
+        late_replies_[pending->id] = std::move(on_late_reply);
+        return std::nullopt;
+      }
+    }
+    // The reply is being delivered right now: it is the caller's after all.
+  }
+  return Await(*pending);
 }
 
 InboundMessage Node::Await(PendingRequest& pending) {
@@ -615,15 +633,30 @@ void Node::OnMessage(InboundMessage message) {
 
 void Node::CompleteRequest(InboundMessage message) {
   PendingRequest* pending = nullptr;
+  LateReply late;
   {
     std::lock_guard lock(requests_mutex_);
     auto it = requests_.find(message.header.request_id);
     if (it == requests_.end()) {
+      auto abandoned = late_replies_.find(message.header.request_id);
+      if (abandoned != late_replies_.end()) {
+        late = std::move(abandoned->second);
+        late_replies_.erase(abandoned);
+      }
+    }
+    if (it == requests_.end() && !late) {
       DebugLine("a reply from " + Rank(message.header.source) + " answers no pending request");
       return;
     }
-    pending = it->second;
-    requests_.erase(it);
+    if (!late) {
+      pending = it->second;
+      requests_.erase(it);
+    }
+  }
+  if (late) {
+    // Its waiter was killed; an error reply needs nothing given back.
+    if ((message.header.flags & kFlagError) == 0) late(message);
+    return;
   }
   pending->reply = std::move(message);
   pending->done.Signal();

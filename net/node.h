@@ -43,6 +43,7 @@ class Node : public TransportHost {
   // under way at once (a DSM write fault invalidates every copy of a page in parallel). Every
   // started request must be awaited before it is destroyed: the node refers to it until then.
   struct PendingRequest {
+    std::uint64_t id;
     int dest;
     MessageType type;
     std::uint8_t* reply_buffer;
@@ -125,6 +126,13 @@ class Node : public TransportHost {
                                                std::uint8_t* reply_buffer = nullptr,
                                                std::size_t reply_capacity = 0);
   InboundMessage Await(PendingRequest& request);
+  // Request, except that an LMDX thread killed while it waits stops waiting and gets nothing.
+  // A reply that comes after that goes to on_late_reply, on the progress thread (it must not
+  // block): the caller's way to give back what the request obtained (a semaphore's unit).
+  // A reply that came before the kill is returned as usual.
+  using LateReply = std::function<void(InboundMessage& reply)>;
+  std::optional<InboundMessage> RequestUnlessInterrupted(int dest, MessageType type,
+                                                         std::string body, LateReply on_late_reply);
 
   // Traffic of this node by message type (self-sends included), for statistics.
   const TypeCounters& counters(MessageType type) const {
@@ -224,6 +232,9 @@ class Node : public TransportHost {
 
   std::mutex requests_mutex_;
   std::unordered_map<std::uint64_t, PendingRequest*> requests_;
+  // Requests whose waiter was killed, by id: what to do with their reply (guarded by
+  // requests_mutex_).
+  std::unordered_map<std::uint64_t, LateReply> late_replies_;
   std::atomic<std::uint64_t> next_request_id_{1};
 
   std::mutex lost_mutex_;

@@ -110,15 +110,20 @@ std::unique_ptr<PortMessage> Ports::Receive(Port* port, std::chrono::millisecond
     }
   }
   if (!message) {
+    bool interrupted = false;
     if (timeout.count() < 0) {
-      waiter.done.Wait();
+      interrupted = !waiter.done.WaitUnlessInterrupted();
     } else {
       waiter.done.WaitFor(timeout);
     }
     std::lock_guard lock(mutex_);
     if (waiter.message == nullptr && !waiter.closed) {
-      // Nothing came in time.
+      // Nothing came in time, or the waiting thread was killed.
       port->waiters.remove(&waiter);
+      if (interrupted) {
+        throw Error(LMDX_ERR_SHUTDOWN,
+                    "the thread was killed while it waited on " + Describe(port));
+      }
       return nullptr;
     }
     if (waiter.closed) {

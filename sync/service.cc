@@ -46,6 +46,12 @@ std::string Quoted(const Object& object) {
   return std::string(KindName(object.kind)) + " \"" + object.name + "\"";
 }
 
+// What a wait throws when its LMDX thread was killed (lmdx_kill_thread) while it waited: the
+// API's guard turns it into the thread's end.
+Error Killed(const Object& object) {
+  return Error(LMDX_ERR_SHUTDOWN, "the thread was killed while it waited on " + Quoted(object));
+}
+
 std::vector<std::string> PayloadsOf(const wire::SyncMessage& message) {
   return {message.payloads().begin(), message.payloads().end()};
 }
@@ -274,8 +280,37 @@ void Service::Lock(Object* lock) {
     }
   }
   Run(actions);
+  if (!waiter->done.WaitUnlessInterrupted()) {
+    std::lock_guard guard(mutex_);
+    auto queued = std::find(lock->queue.begin(), lock->queue.end(), waiter);
+    if (queued != lock->queue.end()) {
+      lock->queue.erase(queued);
+      throw Killed(*lock);
+    }
+    // Granted meanwhile: the thread holds the lock, and its end releases it.
+  }
   WaitFor(*waiter);
   hooks->OnAcquire({ObjectKind::kLock, lock->name}, waiter->payloads);
+}
+
+void Service::ReleaseLocksOfCaller() {
+  const auto self = net::CurrentThreadKey();
+  std::vector<Object*> held;
+  {
+    std::lock_guard guard(mutex_);
+    for (auto& [name, object] : objects_) {
+      if (object->kind == ObjectKind::kLock && object->held && object->holder == self) {
+        held.push_back(object.get());
+      }
+    }
+  }
+  for (Object* lock : held) {
+    try {
+      Unlock(lock);
+    } catch (const Error& error) {
+      DebugLine(std::string("sync: a killed thread's lock was not released: ") + error.what());
+    }
+  }
 }
 
 bool Service::TryLock(Object* lock) {
@@ -523,16 +558,22 @@ void Service::Barrier(Object* barrier) {
   message.set_participant(net::CurrentThreadKey());
   message.add_payloads(hooks->OnRelease({ObjectKind::kBarrier, barrier->name}));
   std::shared_ptr<Waiter> waiter;
+  std::uint64_t id = 0;
   {
     std::lock_guard guard(mutex_);
     ThrowIfLostLocked();
-    std::uint64_t id = 0;
     waiter = NewWaiterLocked(id);
     message.set_waiter(id);
   }
   Actions actions;
   actions.Send(barrier->manager, kBarrierArrive, message);
   Run(actions);
+  if (!waiter->done.WaitUnlessInterrupted()) {
+    // The arrival counts: the others go on when the barrier fills, and its release for this
+    // waiter finds no one.
+    std::lock_guard guard(mutex_);
+    if (waiters_.erase(id) != 0) throw Killed(*barrier);
+  }
   WaitFor(*waiter);
   passes[barrier] = waiter->round + 1;
   hooks->OnAcquire({ObjectKind::kBarrier, barrier->name}, waiter->payloads);
@@ -695,10 +736,24 @@ void Service::SemaP(Object* sema) {
   }
   wire::SyncMessage message;
   message.set_name(sema->name);
-  net::InboundMessage answer =
-      node_.Request(sema->manager, TypeOf(kSemaP), message.SerializeAsString());
+  // A thread killed while it waits gives back the unit that comes for it later.
+  auto give_back = [this, manager = sema->manager, name = sema->name](net::InboundMessage& late) {
+    wire::SyncMessage grant;
+    grant.ParseFromString(late.body);
+    wire::SyncMessage v;
+    v.set_name(name);
+    v.add_payloads(grant.payloads_size() > 0 ? grant.payloads(0) : std::string());
+    try {
+      node_.Send(manager, TypeOf(kSemaV), v.SerializeAsString());
+    } catch (const Error& error) {
+      DebugLine(std::string("sync: a unit could not be given back: ") + error.what());
+    }
+  };
+  std::optional<net::InboundMessage> answer = node_.RequestUnlessInterrupted(
+      sema->manager, TypeOf(kSemaP), message.SerializeAsString(), give_back);
+  if (!answer) throw Killed(*sema);
   wire::SyncMessage reply;
-  reply.ParseFromString(answer.body);
+  reply.ParseFromString(answer->body);
   CurrentConsistencyHooks()->OnAcquire({ObjectKind::kSemaphore, sema->name}, PayloadsOf(reply));
 }
 
@@ -886,9 +941,17 @@ void Service::RegisterHandlers() {
       managed->p_waiters.push_back(*to);
     }
   });
-  on(kSemaV, [sema_check](int source, Msg m, To to, Actions& a) {
-    if (to == nullptr) return;
-    Managed* managed = sema_check(source, m, to, a, "lmdx_sema_v");
+  on(kSemaV, [this, sema_check](int source, Msg m, To to, Actions& a) {
+    Managed* managed = nullptr;
+    if (to != nullptr) {
+      managed = sema_check(source, m, to, a, "lmdx_sema_v");
+    } else {
+      // A unit given back for a thread killed while it waited (no answer expected).
+      auto found = managed_.find(m.name());
+      if (found != managed_.end() && found->second->kind == ObjectKind::kSemaphore) {
+        managed = found->second.get();
+      }
+    }
     if (managed == nullptr) return;
     std::string payload = m.payloads_size() > 0 ? m.payloads(0) : std::string();
     if (!managed->p_waiters.empty()) {
@@ -899,7 +962,7 @@ void Service::RegisterHandlers() {
     } else {
       managed->units.push_back(std::move(payload));
     }
-    a.replies.emplace_back(*to, std::string());
+    if (to != nullptr) a.replies.emplace_back(*to, std::string());
   });
 }
 

@@ -48,9 +48,9 @@ struct Object {
   int manager;
 
   // Locks: the distributed queue's local end.
-  bool token_here = false;  // the lock's token is at this node
-  bool held = false;        // a thread of this node holds it
-  std::uint64_t holder = 0;  // net::CurrentThreadKey() of the holding thread
+  bool token_here = false;                    // the lock's token is at this node
+  bool held = false;                          // a thread of this node holds it
+  std::uint64_t holder = 0;                   // net::CurrentThreadKey() of the holding thread
   std::deque<std::shared_ptr<Waiter>> queue;  // threads of this node waiting, in order
   bool requested = false;                     // this node's request is in the distributed queue
   bool trying = false;                        // a remote trylock of this node is under way
@@ -74,6 +74,9 @@ class Service {
   // True when acquired, false when the lock is busy.
   bool TryLock(Object* lock);
   void Unlock(Object* lock);
+  // Releases every lock the calling thread holds: an LMDX thread that ends killed may hold some,
+  // and nobody else could release them.
+  void ReleaseLocksOfCaller();
 
   void BarrierInit(Object* barrier, int count);
   void Barrier(Object* barrier);

@@ -1,5 +1,6 @@
 #include "threads/scheduler.h"
 
+#include <algorithm>
 #include <boost/context/fiber.hpp>
 #include <exception>
 #include <map>
@@ -306,6 +307,32 @@ void UserThread::Join() {
     joiners_.push_back(self);
   }
   while (!finished()) Scheduler::Park();
+}
+
+bool UserThread::JoinUnless(const std::function<bool()>& stop) {
+  UserThread* self = Scheduler::Current();
+  if (self == nullptr) {
+    Join();
+    return true;
+  }
+  if (self == this) throw Error(LMDX_ERR_MISUSE, "a thread cannot join itself");
+  {
+    std::lock_guard lock(join_mutex_);
+    if (finished()) return true;
+    joiners_.push_back(self);
+  }
+  for (;;) {
+    if (finished()) return true;
+    if (stop()) {
+      std::lock_guard lock(join_mutex_);
+      if (finished()) return true;
+      // Finish wakes the joiners it finds: this one must not be among them once it is gone.
+      auto it = std::find(joiners_.begin(), joiners_.end(), self);
+      if (it != joiners_.end()) joiners_.erase(it);
+      return false;
+    }
+    Scheduler::Park();
+  }
 }
 
 }  // namespace lmdx::threads

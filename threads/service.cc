@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "sync/service.h"
 #include "threads/function_address.h"
 #include "threads/threads.pb.h"
 
@@ -47,6 +48,10 @@ class FiberParking final : public net::Parking {
   void Park() override { Scheduler::Park(); }
   void ParkUntil(std::chrono::steady_clock::time_point deadline) override {
     Scheduler::ParkUntil(deadline);
+  }
+  bool Interrupted() override {
+    Service* service = threads::Current();
+    return service != nullptr && service->CallerKilled();
   }
   void Wake(void* thread) override { Scheduler::Wake(static_cast<UserThread*>(thread)); }
 };
@@ -116,14 +121,10 @@ void Service::RegisterHandlers() {
   node_.Handle(kThreadKill, [this](net::InboundMessage& message, const net::ReplyTo* to) {
     if (to == nullptr) return;
     std::uint64_t id = Parse<wire::ThreadId>(message.body, "thread kill").id();
-    std::lock_guard lock(mutex_);
-    auto it = entries_.find(id);
-    if (it == entries_.end()) {
+    if (!KillHere(id)) {
       node_.ReplyError(*to, LMDX_ERR_MISUSE, Id(id) + " does not exist (or has ended)");
       return;
     }
-    it->second.killed = true;
-    any_killed_.store(true, std::memory_order_release);
     node_.Reply(*to, {});
   });
 }
@@ -194,6 +195,8 @@ std::uint64_t Service::StartHere(ThreadFunction fn, void* argument, bool detache
     } catch (const ThreadExit& exit) {
       result = exit.result;
     }
+    // A killed thread may have been stopped while it held locks; nobody else could free them.
+    if (CallerKilled()) ReleaseLocks();
     Finished(id, reinterpret_cast<std::uintptr_t>(result));
   });
   ids_[entry.thread.get()] = id;
@@ -241,9 +244,11 @@ void* Service::Join(std::uint64_t id) {
   }
   wire::ThreadId request;
   request.set_id(id);
-  auto reply = node_.Request(NodeOf(id), kThreadJoin, request.SerializeAsString());
-  ExitIfKilled();
-  return reinterpret_cast<void*>(Parse<wire::Result>(reply.body, "thread result").value());
+  // A joiner killed while it waits leaves; the result that comes later is dropped.
+  auto reply =
+      node_.RequestUnlessInterrupted(NodeOf(id), kThreadJoin, request.SerializeAsString(), nullptr);
+  if (!reply) throw ThreadExit{kKilledResult};
+  return reinterpret_cast<void*>(Parse<wire::Result>(reply->body, "thread result").value());
 }
 
 std::uint64_t Service::JoinHere(std::uint64_t id) {
@@ -260,7 +265,12 @@ std::uint64_t Service::JoinHere(std::uint64_t id) {
     it->second.joined = true;
     thread = it->second.thread;
   }
-  thread->Join();
+  if (!thread->JoinUnless([this] { return CallerKilled(); })) {
+    std::lock_guard lock(mutex_);
+    auto it = entries_.find(id);
+    if (it != entries_.end()) it->second.joined = false;  // another thread may join it still
+    throw ThreadExit{kKilledResult};
+  }
   ExitIfKilled();
   std::lock_guard lock(mutex_);
   auto it = entries_.find(id);
@@ -276,11 +286,30 @@ void Service::Kill(std::uint64_t id) {
     node_.Request(NodeOf(id), kThreadKill, request.SerializeAsString());
     return;
   }
-  std::lock_guard lock(mutex_);
-  auto it = entries_.find(id);
-  if (it == entries_.end()) throw Error(LMDX_ERR_MISUSE, Id(id) + " does not exist (or has ended)");
-  it->second.killed = true;
-  any_killed_.store(true, std::memory_order_release);
+  if (!KillHere(id)) throw Error(LMDX_ERR_MISUSE, Id(id) + " does not exist (or has ended)");
+}
+
+bool Service::KillHere(std::uint64_t id) {
+  std::shared_ptr<UserThread> thread;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) return false;
+    it->second.killed = true;
+    any_killed_.store(true, std::memory_order_release);
+    if (!it->second.finished) thread = it->second.thread;
+  }
+  // A thread parked in a wait stops waiting (net::Completion::WaitUnlessInterrupted) and ends.
+  if (thread) Scheduler::Wake(thread.get());
+  return true;
+}
+
+void Service::ReleaseLocks() {
+  try {
+    sync::Current().ReleaseLocksOfCaller();
+  } catch (const Error& error) {
+    DebugLine(std::string("threads: a killed thread's locks: ") + error.what());
+  }
 }
 
 void Service::Exit(void* result) {
@@ -298,15 +327,19 @@ std::uint64_t Service::Self() const {
   return static_cast<std::uint64_t>(node_.rank()) << kNumberBits;
 }
 
-void Service::ExitIfKilled() const {
-  if (!any_killed_.load(std::memory_order_acquire)) return;
+bool Service::CallerKilled() const {
+  if (!any_killed_.load(std::memory_order_acquire)) return false;
   const UserThread* current = Scheduler::Current();
-  if (current == nullptr) return;
+  if (current == nullptr) return false;
   std::lock_guard lock(mutex_);
   auto id = ids_.find(current);
-  if (id == ids_.end()) return;
+  if (id == ids_.end()) return false;
   auto entry = entries_.find(id->second);
-  if (entry != entries_.end() && entry->second.killed) throw ThreadExit{kKilledResult};
+  return entry != entries_.end() && entry->second.killed;
+}
+
+void Service::ExitIfKilled() const {
+  if (CallerKilled()) throw ThreadExit{kKilledResult};
 }
 
 std::size_t Service::running() const { return scheduler_.live(); }

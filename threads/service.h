@@ -56,6 +56,8 @@ class Service {
   // Throws the thread's exit when the calling LMDX thread was killed (the runtime's blocking
   // calls check this when they return).
   void ExitIfKilled() const;
+  // True when the calling LMDX thread was killed.
+  bool CallerKilled() const;
 
   static int NodeOf(std::uint64_t id) { return static_cast<int>(id >> 40); }
   // Threads of this node started and not yet ended.
@@ -74,6 +76,9 @@ class Service {
 
   std::uint64_t StartHere(ThreadFunction fn, void* argument, bool detached);
   void WaitUntilOpen();
+  void ReleaseLocks();
+  // Marks a thread of this node killed and wakes it; false when there is no such thread.
+  bool KillHere(std::uint64_t id);
   void Finished(std::uint64_t id, std::uint64_t result);
   std::uint64_t JoinHere(std::uint64_t id);
   int ChooseNode();

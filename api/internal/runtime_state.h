@@ -30,6 +30,7 @@ int Guard(const char* call, Body body) {
   try {
     return body();
   } catch (const Error& error) {
+    EndThreadIfKilled();  // a wait the kill interrupted ends the thread, not the job
     return Fail(call, error.code(), error.what());
   } catch (const std::exception& error) {
     return Fail(call, LMDX_ERR_INTERNAL, error.what());

@@ -162,6 +162,8 @@ class TestParking final : public net::Parking {
     Scheduler::ParkUntil(deadline);
   }
   void Wake(void* thread) override { Scheduler::Wake(static_cast<UserThread*>(thread)); }
+  bool Interrupted() override { return interrupted.load(); }
+  std::atomic<bool> interrupted{false};
 };
 
 TEST(SchedulerTest, TimedRuntimeWaitsParkTheUserThread) {
@@ -189,6 +191,60 @@ TEST(SchedulerTest, TimedRuntimeWaitsParkTheUserThread) {
   EXPECT_TRUE(timed_out.load());
   EXPECT_EQ(others_during_timeout.load(), 50);  // one worker: they ran while the waiter was parked
   EXPECT_TRUE(completed.load());
+}
+
+TEST(SchedulerTest, AnInterruptedWaitStopsAndAnUninterruptedOneCompletes) {
+  TestParking parking;
+  net::Completion::SetParking(&parking);
+  Scheduler scheduler({.workers = 1});
+  net::Completion never;
+  net::Completion signalled;
+  std::atomic<UserThread*> self{nullptr};
+  std::atomic<int> outcome{-1};
+  auto waiter = scheduler.Spawn([&] {
+    self = Scheduler::Current();
+    outcome = never.WaitUnlessInterrupted() ? 1 : 0;
+  });
+  while (self.load() == nullptr) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // let it park
+  EXPECT_EQ(outcome.load(), -1);
+  parking.interrupted = true;  // the mark first, then the wake, as a kill does
+  Scheduler::Wake(self.load());
+  waiter->Join();
+  EXPECT_EQ(outcome.load(), 0);
+
+  parking.interrupted = false;
+  auto second = scheduler.Spawn([&] { outcome = signalled.WaitUnlessInterrupted() ? 1 : 0; });
+  signalled.Signal();
+  second->Join();
+  net::Completion::SetParking(nullptr);
+  EXPECT_EQ(outcome.load(), 1);
+}
+
+TEST(SchedulerTest, JoinUnlessGivesUpWhenAskedAndTheJoinedThreadStillEnds) {
+  Scheduler scheduler({.workers = 2});
+  std::atomic<bool> release{false};
+  auto sleeper = scheduler.Spawn([&] {
+    while (!release.load())
+      Scheduler::ParkUntil(std::chrono::steady_clock::now() + std::chrono::milliseconds(2));
+  });
+  std::atomic<bool> stop{false};
+  std::atomic<UserThread*> joiner_self{nullptr};
+  std::atomic<int> joined{-1};
+  auto joiner = scheduler.Spawn([&] {
+    joiner_self = Scheduler::Current();
+    joined = sleeper->JoinUnless([&] { return stop.load(); }) ? 1 : 0;
+  });
+  while (joiner_self.load() == nullptr) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  stop = true;
+  Scheduler::Wake(joiner_self.load());
+  joiner->Join();
+  EXPECT_EQ(joined.load(), 0);
+  joiner.reset();  // the joiner is gone; ending the sleeper must not touch it
+  release = true;
+  sleeper->Join();
+  EXPECT_TRUE(sleeper->finished());
 }
 
 TEST(SchedulerTest, PingPongBetweenTwoUserThreadsOnTwoWorkers) {

@@ -33,6 +33,11 @@ TEST(ThreadsTest, AKilledThreadEndsAtItsNextCallWithLmdxKilled) {
   ExpectVerified(RunJob(Checks(), 3, {"kill"}), "kill", 3);
 }
 
+TEST(ThreadsTest, AKillEndsThreadsParkedInEveryKindOfWait) {
+  ExpectVerified(RunJob(Checks(), 3, {"kill_waiting"}, {}, std::chrono::seconds(60)),
+                 "kill_waiting", 3);
+}
+
 TEST(ThreadsTest, AThreadStartsAndJoinsThreadsOnEveryNode) {
   ExpectVerified(RunJob(Checks(), 4, {"nested"}), "nested", 4);
 }

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -179,6 +180,105 @@ void LeastLoaded(int per_node) {
   for (lmdx_thread_t thread : threads) lmdx_join_thread(thread);
 }
 
+// Waits that only a kill ends: each thread tells main it is about to wait, then waits.
+void* WaitOnSemaphore(void*) {
+  lmdx_sema_v("ready");
+  lmdx_sema_p("empty");
+  return nullptr;
+}
+void* WaitOnLock(void*) {
+  lmdx_sema_v("ready");
+  lmdx_lock("held");  // main holds it
+  lmdx_unlock("held");
+  return nullptr;
+}
+void* WaitOnBarrier(void*) {
+  lmdx_sema_v("ready");
+  lmdx_barrier("crowd");  // never full
+  return nullptr;
+}
+void* WaitForMessage(void*) {
+  lmdx_sema_v("ready");
+  char byte = 0;
+  lmdx_recv_tagged(0, 77, &byte, 1, nullptr);  // main never sends tag 77
+  return nullptr;
+}
+void* WaitForever(void*) {
+  lmdx_sema_p("forever");
+  return nullptr;
+}
+void* WaitToJoin(void* target) {
+  lmdx_sema_v("ready");
+  lmdx_join_thread(static_cast<lmdx_thread_t>(Number(target)));
+  return nullptr;
+}
+std::string OwnedLock(std::intptr_t node) { return "owned" + std::to_string(node); }
+void* HoldLockAndWait(void* node) {
+  std::string name = OwnedLock(Number(node));
+  lmdx_lock(name.c_str());
+  lmdx_sema_v("ready");
+  lmdx_sema_p("gate");
+  lmdx_unlock(name.c_str());
+  return nullptr;
+}
+void* TakeOneUnit(void*) {
+  lmdx_sema_p("empty");
+  return Pointer(1);
+}
+void* LockAndUnlock(void*) {
+  lmdx_lock("held");
+  lmdx_unlock("held");
+  return Pointer(2);
+}
+
+// lmdx_kill_thread ends threads parked in a semaphore, a lock, a barrier, a receive and a join,
+// on every node; what they waited for is withdrawn or given back, and locks a killed thread held
+// are released.
+void KillWaiting() {
+  lmdx_sema_init("ready", 0);
+  lmdx_sema_init("empty", 0);
+  lmdx_sema_init("forever", 0);
+  lmdx_sema_init("gate", 0);
+  lmdx_barrier_init("crowd", 1000);
+  lmdx_lock("held");
+  std::vector<lmdx_thread_t> waiting;
+  std::vector<lmdx_thread_t> forever;
+  int nodes = lmdx_size();
+  for (int node = 0; node < nodes; ++node) {
+    lmdx_thread_t target = lmdx_start_thread_on((node + 1) % nodes, WaitForever, nullptr);
+    forever.push_back(target);
+    for (auto fn : {WaitOnSemaphore, WaitOnLock, WaitOnBarrier, WaitForMessage}) {
+      waiting.push_back(lmdx_start_thread_on(node, fn, nullptr));
+    }
+    waiting.push_back(lmdx_start_thread_on(node, HoldLockAndWait, Pointer(node)));
+    waiting.push_back(lmdx_start_thread_on(node, WaitToJoin, Pointer(std::intptr_t(target))));
+  }
+  for (std::size_t i = 0; i < waiting.size(); ++i) lmdx_sema_p("ready");
+  struct timespec pause = {0, 100 * 1000 * 1000};  // they are parked in their waits by then
+  nanosleep(&pause, nullptr);
+  for (lmdx_thread_t t : waiting) Check(lmdx_kill_thread(t) == LMDX_OK, "lmdx_kill_thread");
+  for (lmdx_thread_t t : waiting) {
+    Check(lmdx_join_thread(t) == LMDX_KILLED, "a thread killed in its wait did not end as killed");
+  }
+  // Each killed holder of a lock released it.
+  for (int node = 0; node < nodes; ++node) {
+    std::string name = OwnedLock(node);
+    Check(lmdx_trylock(name.c_str()) == 0, "a killed thread's lock was not released");
+    lmdx_unlock(name.c_str());
+  }
+  // The killed waiters left the lock's queue: the next thread gets it after main.
+  lmdx_unlock("held");
+  for (int node = 0; node < nodes; ++node) {
+    lmdx_thread_t t = lmdx_start_thread_on(node, LockAndUnlock, nullptr);
+    Check(lmdx_join_thread(t) == Pointer(2), "the lock after its killed waiters");
+  }
+  // A unit that reaches a killed waiter is given back: one V serves one later P.
+  lmdx_thread_t taker = lmdx_start_thread(TakeOneUnit, nullptr);
+  lmdx_sema_v("empty");
+  Check(lmdx_join_thread(taker) == Pointer(1), "the unit given back by killed waiters");
+  for (lmdx_thread_t t : forever) lmdx_kill_thread(t);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -191,6 +291,8 @@ int main(int argc, char** argv) {
     Detached(number);
   } else if (scenario == "kill") {
     Kill();
+  } else if (scenario == "kill_waiting") {
+    KillWaiting();
   } else if (scenario == "nested") {
     Nested();
   } else if (scenario == "exit") {
