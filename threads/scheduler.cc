@@ -134,6 +134,7 @@ void Scheduler::Enqueue(UserThread* thread) {
 // Makes the threads whose deadline passed ready again (worker.mutex held). A thread that is not
 // parked any more was woken by someone else and needs nothing.
 void Scheduler::WakeExpired(SchedulerWorker& worker) {
+  if (worker.timers.empty()) return;  // spares the clock read on every switch
   auto now = Clock::now();
   for (auto it = worker.timers.begin(); it != worker.timers.end() && it->first <= now;) {
     UserThread::Impl& impl = *it->second->impl_;
