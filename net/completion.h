@@ -114,11 +114,13 @@ class Completion {
       return true;
     }
     for (;;) {
+      // Asked before the lock: Interrupted takes the threads layer's own lock.
+      bool interrupted = parking->Interrupted();
       {
         std::lock_guard lock(mutex_);
         parked_ = nullptr;
         if (done()) return true;
-        if (parking->Interrupted()) return false;
+        if (interrupted) return false;
         parked_ = self;
       }
       parking->Park();
@@ -127,16 +129,23 @@ class Completion {
   // False when the time ran out first. A user-level thread parks until then; an OS thread polls
   // the network briefly first, as Wait does, then sleeps.
   bool WaitFor(std::chrono::milliseconds timeout) {
+    return WaitForUnlessInterrupted(timeout, /*interruptible=*/false) == Outcome::kDone;
+  }
+  enum class Outcome { kDone, kTimedOut, kInterrupted };
+  // WaitFor that a kill interrupts too, as WaitUnlessInterrupted.
+  Outcome WaitForUnlessInterrupted(std::chrono::milliseconds timeout, bool interruptible = true) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
     Parking* parking = parking_.load(std::memory_order_acquire);
     void* self = parking != nullptr && !NoParkingScope::active() ? parking->Current() : nullptr;
     if (self != nullptr) {
       for (;;) {
+        bool interrupted = interruptible && parking->Interrupted();
         {
           std::lock_guard lock(mutex_);
           parked_ = nullptr;
-          if (done()) return true;
-          if (std::chrono::steady_clock::now() >= deadline) return false;
+          if (done()) return Outcome::kDone;
+          if (interrupted) return Outcome::kInterrupted;
+          if (std::chrono::steady_clock::now() >= deadline) return Outcome::kTimedOut;
           parked_ = self;
         }
         parking->ParkUntil(deadline);
@@ -147,7 +156,8 @@ class Completion {
       if (driver != nullptr) driver->DriveBriefly(*this);
     }
     std::unique_lock lock(mutex_);
-    return ready_.wait_until(lock, deadline, [this] { return done(); });
+    return ready_.wait_until(lock, deadline, [this] { return done(); }) ? Outcome::kDone
+                                                                        : Outcome::kTimedOut;
   }
   bool done() const { return done_.load(std::memory_order_acquire); }
 

@@ -114,7 +114,8 @@ std::unique_ptr<PortMessage> Ports::Receive(Port* port, std::chrono::millisecond
     if (timeout.count() < 0) {
       interrupted = !waiter.done.WaitUnlessInterrupted();
     } else {
-      waiter.done.WaitFor(timeout);
+      interrupted =
+          waiter.done.WaitForUnlessInterrupted(timeout) == Completion::Outcome::kInterrupted;
     }
     std::lock_guard lock(mutex_);
     if (waiter.message == nullptr && !waiter.closed) {

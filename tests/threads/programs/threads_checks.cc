@@ -203,6 +203,14 @@ void* WaitForMessage(void*) {
   lmdx_recv_tagged(0, 77, &byte, 1, nullptr);  // main never sends tag 77
   return nullptr;
 }
+void* WaitOnPortForAMinute(void* node) {
+  std::string name = "idle" + std::to_string(Number(node));
+  lmdx_port_t port = lmdx_port_open(name.c_str(), "nothing");
+  lmdx_sema_v("ready");
+  lmdx_port_message message;
+  lmdx_port_recv(port, 60 * 1000, &message);  // a timed wait; nobody sends
+  return nullptr;
+}
 void* WaitForever(void*) {
   lmdx_sema_p("forever");
   return nullptr;
@@ -231,7 +239,8 @@ void* LockAndUnlock(void*) {
   return Pointer(2);
 }
 
-// lmdx_kill_thread ends threads parked in a semaphore, a lock, a barrier, a receive and a join,
+// lmdx_kill_thread ends threads parked in a semaphore, a lock, a barrier, a receive (raw, and on a
+// port with a timeout) and a join,
 // on every node; what they waited for is withdrawn or given back, and locks a killed thread held
 // are released.
 void KillWaiting() {
@@ -251,6 +260,7 @@ void KillWaiting() {
       waiting.push_back(lmdx_start_thread_on(node, fn, nullptr));
     }
     waiting.push_back(lmdx_start_thread_on(node, HoldLockAndWait, Pointer(node)));
+    waiting.push_back(lmdx_start_thread_on(node, WaitOnPortForAMinute, Pointer(node)));
     waiting.push_back(lmdx_start_thread_on(node, WaitToJoin, Pointer(std::intptr_t(target))));
   }
   for (std::size_t i = 0; i < waiting.size(); ++i) lmdx_sema_p("ready");
