@@ -1,5 +1,6 @@
 #include "threads/service.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 
@@ -19,6 +20,8 @@ constexpr net::MessageType kThreadStart = TypeOf(0);
 constexpr net::MessageType kThreadJoin = TypeOf(1);
 constexpr net::MessageType kThreadKill = TypeOf(2);
 constexpr net::MessageType kThreadLoad = TypeOf(3);
+// One-way, from a joiner's node whose joiner was killed while it waited: the join is withdrawn.
+constexpr net::MessageType kThreadUnjoin = TypeOf(4);
 
 constexpr int kNumberBits = 40;
 
@@ -77,6 +80,20 @@ void Service::RegisterHandlers() {
   net::SetMessageTypeName(kThreadJoin, "thread-join");
   net::SetMessageTypeName(kThreadKill, "thread-kill");
   net::SetMessageTypeName(kThreadLoad, "thread-load");
+  net::SetMessageTypeName(kThreadUnjoin, "thread-unjoin");
+  node_.Handle(kThreadUnjoin, [this](net::InboundMessage& message, const net::ReplyTo*) {
+    std::uint64_t id = Parse<wire::ThreadId>(message.body, "thread unjoin").id();
+    std::lock_guard lock(mutex_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) return;  // it ended and answered already
+    auto& joiners = it->second.remote_joiners;
+    int source = message.header.source;
+    auto joiner = std::find_if(joiners.begin(), joiners.end(),
+                               [source](const net::ReplyTo& to) { return to.dest == source; });
+    if (joiner == joiners.end()) return;
+    joiners.erase(joiner);
+    it->second.joined = false;  // another thread may join it now
+  });
   node_.Handle(kThreadLoad, [this](net::InboundMessage&, const net::ReplyTo* to) {
     if (to == nullptr) return;
     wire::Result load;
@@ -244,10 +261,17 @@ void* Service::Join(std::uint64_t id) {
   }
   wire::ThreadId request;
   request.set_id(id);
-  // A joiner killed while it waits leaves; the result that comes later is dropped.
+  // A joiner killed while it waits withdraws its join; a result that comes anyway is dropped.
   auto reply =
       node_.RequestUnlessInterrupted(NodeOf(id), kThreadJoin, request.SerializeAsString(), nullptr);
-  if (!reply) throw ThreadExit{kKilledResult};
+  if (!reply) {
+    try {
+      node_.Send(NodeOf(id), kThreadUnjoin, request.SerializeAsString());
+    } catch (const Error& error) {
+      DebugLine(std::string("threads: a join was not withdrawn: ") + error.what());
+    }
+    throw ThreadExit{kKilledResult};
+  }
   return reinterpret_cast<void*>(Parse<wire::Result>(reply->body, "thread result").value());
 }
 

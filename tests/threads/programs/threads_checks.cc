@@ -286,7 +286,11 @@ void KillWaiting() {
   lmdx_thread_t taker = lmdx_start_thread(TakeOneUnit, nullptr);
   lmdx_sema_v("empty");
   Check(lmdx_join_thread(taker) == Pointer(1), "the unit given back by killed waiters");
-  for (lmdx_thread_t t : forever) lmdx_kill_thread(t);
+  // The killed joiners withdrew their joins: main may join their targets.
+  for (lmdx_thread_t t : forever) {
+    Check(lmdx_kill_thread(t) == LMDX_OK, "lmdx_kill_thread");
+    Check(lmdx_join_thread(t) == LMDX_KILLED, "a thread whose killed joiner withdrew its join");
+  }
 }
 
 }  // namespace
