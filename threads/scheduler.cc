@@ -9,6 +9,10 @@
 #include "base/error.h"
 #include "base/log.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 namespace lmdx::threads {
 
 namespace context = boost::context;
@@ -28,6 +32,14 @@ struct UserThread::Impl {
   std::mutex state_mutex;
   State state = State::kReady;
   bool wake_pending = false;
+
+  // Stack bounds for AddressSanitizer's fiber switch annotations: the fiber's own, and its
+  // worker's (learned when the fiber is first entered).
+  boost::context::stack_context stack;
+  const void* worker_stack_bottom = nullptr;
+  std::size_t worker_stack_size = 0;
+  void* fiber_fake_stack = nullptr;
+  void* worker_fake_stack = nullptr;
 
   // Its entry in worker->timers while it is in ParkUntil (both guarded by the worker's mutex).
   std::multimap<std::chrono::steady_clock::time_point, UserThread*>::iterator timer;
@@ -50,6 +62,33 @@ struct SchedulerWorker {
 namespace {
 
 thread_local UserThread* current_thread = nullptr;
+
+// AddressSanitizer must know which stack runs: without these, unwinding an exception on a fiber
+// (an LMDX thread's exit or kill) makes it see the worker's stack bounds and report overflows.
+// They compile to nothing in other builds.
+void StartSwitch(void** fake_stack_save, const void* bottom, std::size_t size) {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_start_switch_fiber(fake_stack_save, bottom, size);
+#else
+  (void)fake_stack_save;
+  (void)bottom;
+  (void)size;
+#endif
+}
+
+void FinishSwitch(void* fake_stack_save, const void** bottom_old, std::size_t* size_old) {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_finish_switch_fiber(fake_stack_save, bottom_old, size_old);
+#else
+  (void)fake_stack_save;
+  (void)bottom_old;
+  (void)size_old;
+#endif
+}
+
+const void* StackBottom(const boost::context::stack_context& stack) {
+  return static_cast<const char*>(stack.sp) - stack.size;
+}
 
 }  // namespace
 
@@ -98,9 +137,10 @@ std::shared_ptr<UserThread> Scheduler::Spawn(std::function<void()> body) {
       workers_[next_worker_.fetch_add(1, std::memory_order_relaxed) % workers_.size()].get();
   impl.body = std::move(body);
   UserThread* raw = thread.get();
-  impl.fiber =
-      context::fiber(std::allocator_arg, PooledStack(stacks_), [raw](context::fiber&& caller) {
+  impl.fiber = context::fiber(
+      std::allocator_arg, PooledStack(stacks_, &impl.stack), [raw](context::fiber&& caller) {
         UserThread::Impl& self = *raw->impl_;
+        FinishSwitch(nullptr, &self.worker_stack_bottom, &self.worker_stack_size);
         self.caller = std::move(caller);
         try {
           self.body();
@@ -111,6 +151,7 @@ std::shared_ptr<UserThread> Scheduler::Spawn(std::function<void()> body) {
         }
         self.body = nullptr;
         self.reason = UserThread::Impl::Switch::kEnd;
+        StartSwitch(nullptr, self.worker_stack_bottom, self.worker_stack_size);  // for good
         return std::move(self.caller);
       });
   live_.fetch_add(1, std::memory_order_acq_rel);
@@ -175,7 +216,9 @@ void Scheduler::RunWorker(SchedulerWorker& worker) {
       impl.state = UserThread::Impl::State::kRunning;
     }
     current_thread = thread;
+    StartSwitch(&impl.worker_fake_stack, StackBottom(impl.stack), impl.stack.size);
     impl.fiber = std::move(impl.fiber).resume();
+    FinishSwitch(impl.worker_fake_stack, nullptr, nullptr);
     current_thread = nullptr;
     switch (impl.reason) {
       case UserThread::Impl::Switch::kYield: {
@@ -242,7 +285,10 @@ void Scheduler::Yield() {
   }
   UserThread::Impl& impl = *thread->impl_;
   impl.reason = UserThread::Impl::Switch::kYield;
+  // To the worker, and back here when the worker runs this thread again.
+  StartSwitch(&impl.fiber_fake_stack, impl.worker_stack_bottom, impl.worker_stack_size);
   impl.caller = std::move(impl.caller).resume();
+  FinishSwitch(impl.fiber_fake_stack, &impl.worker_stack_bottom, &impl.worker_stack_size);
 }
 
 void Scheduler::Park() {
@@ -260,7 +306,10 @@ void Scheduler::Park() {
     impl.state = UserThread::Impl::State::kParking;
   }
   impl.reason = UserThread::Impl::Switch::kPark;
+  // To the worker, and back here when the worker runs this thread again.
+  StartSwitch(&impl.fiber_fake_stack, impl.worker_stack_bottom, impl.worker_stack_size);
   impl.caller = std::move(impl.caller).resume();
+  FinishSwitch(impl.fiber_fake_stack, &impl.worker_stack_bottom, &impl.worker_stack_size);
 }
 
 void Scheduler::ParkUntil(Clock::time_point deadline) {

@@ -35,12 +35,21 @@ class StackPool {
 // scheduler still returns its stack somewhere valid.
 class PooledStack {
  public:
-  explicit PooledStack(std::shared_ptr<StackPool> pool) : pool_(std::move(pool)) {}
-  boost::context::stack_context allocate() { return pool_->Allocate(); }
+  // allocated, when given, learns the stack handed out (AddressSanitizer must be told a fiber's
+  // stack bounds on every switch).
+  explicit PooledStack(std::shared_ptr<StackPool> pool,
+                       boost::context::stack_context* allocated = nullptr)
+      : pool_(std::move(pool)), allocated_(allocated) {}
+  boost::context::stack_context allocate() {
+    boost::context::stack_context stack = pool_->Allocate();
+    if (allocated_ != nullptr) *allocated_ = stack;
+    return stack;
+  }
   void deallocate(boost::context::stack_context& stack) noexcept { pool_->Release(stack); }
 
  private:
   std::shared_ptr<StackPool> pool_;
+  boost::context::stack_context* allocated_;
 };
 
 }  // namespace lmdx::threads
