@@ -36,25 +36,28 @@ TEST(SchedulerTest, YieldInterleavesTheThreadsOfOneWorker) {
   Scheduler scheduler({.workers = 1});
   std::vector<int> order;
   std::mutex mutex;
+  std::atomic<bool> both_spawned{false};
   auto record = [&](int who) {
     std::lock_guard lock(mutex);
     order.push_back(who);
   };
-  auto a = scheduler.Spawn([&] {
+  // The worker may run the first thread before the second exists: both yield until it does.
+  auto body = [&](int who) {
+    while (!both_spawned.load()) Scheduler::Yield();
     for (int i = 0; i < 3; ++i) {
-      record(0);
+      record(who);
       Scheduler::Yield();
     }
-  });
-  auto b = scheduler.Spawn([&] {
-    for (int i = 0; i < 3; ++i) {
-      record(1);
-      Scheduler::Yield();
-    }
-  });
+  };
+  auto a = scheduler.Spawn([&] { body(0); });
+  auto b = scheduler.Spawn([&] { body(1); });
+  both_spawned = true;
   a->Join();
   b->Join();
-  EXPECT_EQ(order, (std::vector<int>{0, 1, 0, 1, 0, 1}));
+  ASSERT_EQ(order.size(), 6u);
+  for (std::size_t i = 1; i < order.size(); ++i) {
+    EXPECT_NE(order[i], order[i - 1]) << "two turns in a row at " << i;
+  }
 }
 
 TEST(SchedulerTest, AParkedThreadLetsTheOthersOfItsWorkerRun) {
