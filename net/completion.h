@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 
 namespace lmdx::net {
 
@@ -81,25 +82,11 @@ class Completion {
     ready_.notify_all();
     if (parked_ != nullptr) parking_.load(std::memory_order_acquire)->Wake(parked_);
   }
+  enum class Outcome { kDone, kTimedOut, kInterrupted };
+
   void Wait() {
-    Parking* parking = parking_.load(std::memory_order_acquire);
-    void* self = parking != nullptr && !NoParkingScope::active() ? parking->Current() : nullptr;
-    if (self != nullptr) {
-      // A user-level thread lets the others of its worker run rather than poll the network.
-      for (;;) {
-        {
-          std::lock_guard lock(mutex_);
-          parked_ = nullptr;
-          if (done()) return;
-          parked_ = self;
-        }
-        parking->Park();
-      }
-    }
-    if (!done()) {
-      CompletionDriver* driver = driver_.load(std::memory_order_acquire);
-      if (driver != nullptr) driver->DriveBriefly(*this);
-    }
+    if (ParkedWait(std::nullopt, /*interruptible=*/false)) return;
+    DriveBriefly();
     std::unique_lock lock(mutex_);
     ready_.wait(lock, [this] { return done(); });
   }
@@ -107,54 +94,21 @@ class Completion {
   // The caller then withdraws what it waited for (a queued lock request, a posted receive), or,
   // when it is too late for that, waits on with Wait. An OS thread is never interrupted.
   bool WaitUnlessInterrupted() {
-    Parking* parking = parking_.load(std::memory_order_acquire);
-    void* self = parking != nullptr && !NoParkingScope::active() ? parking->Current() : nullptr;
-    if (self == nullptr) {
-      Wait();
-      return true;
-    }
-    for (;;) {
-      // Asked before the lock: Interrupted takes the threads layer's own lock.
-      bool interrupted = parking->Interrupted();
-      {
-        std::lock_guard lock(mutex_);
-        parked_ = nullptr;
-        if (done()) return true;
-        if (interrupted) return false;
-        parked_ = self;
-      }
-      parking->Park();
-    }
+    std::optional<Outcome> parked = ParkedWait(std::nullopt, /*interruptible=*/true);
+    if (parked) return *parked == Outcome::kDone;
+    Wait();
+    return true;
   }
   // False when the time ran out first. A user-level thread parks until then; an OS thread polls
   // the network briefly first, as Wait does, then sleeps.
   bool WaitFor(std::chrono::milliseconds timeout) {
     return WaitForUnlessInterrupted(timeout, /*interruptible=*/false) == Outcome::kDone;
   }
-  enum class Outcome { kDone, kTimedOut, kInterrupted };
   // WaitFor that a kill interrupts too, as WaitUnlessInterrupted.
   Outcome WaitForUnlessInterrupted(std::chrono::milliseconds timeout, bool interruptible = true) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
-    Parking* parking = parking_.load(std::memory_order_acquire);
-    void* self = parking != nullptr && !NoParkingScope::active() ? parking->Current() : nullptr;
-    if (self != nullptr) {
-      for (;;) {
-        bool interrupted = interruptible && parking->Interrupted();
-        {
-          std::lock_guard lock(mutex_);
-          parked_ = nullptr;
-          if (done()) return Outcome::kDone;
-          if (interrupted) return Outcome::kInterrupted;
-          if (std::chrono::steady_clock::now() >= deadline) return Outcome::kTimedOut;
-          parked_ = self;
-        }
-        parking->ParkUntil(deadline);
-      }
-    }
-    if (!done()) {
-      CompletionDriver* driver = driver_.load(std::memory_order_acquire);
-      if (driver != nullptr) driver->DriveBriefly(*this);
-    }
+    if (std::optional<Outcome> parked = ParkedWait(deadline, interruptible)) return *parked;
+    DriveBriefly();
     std::unique_lock lock(mutex_);
     return ready_.wait_until(lock, deadline, [this] { return done(); }) ? Outcome::kDone
                                                                         : Outcome::kTimedOut;
@@ -162,6 +116,41 @@ class Completion {
   bool done() const { return done_.load(std::memory_order_acquire); }
 
  private:
+  // A user-level thread lets the others of its worker run rather than poll the network: it parks
+  // until done, the deadline or (when interruptible) its kill. nullopt for a plain OS thread,
+  // which waits in the caller's own way.
+  std::optional<Outcome> ParkedWait(std::optional<std::chrono::steady_clock::time_point> deadline,
+                                    bool interruptible) {
+    Parking* parking = parking_.load(std::memory_order_acquire);
+    void* self = parking != nullptr && !NoParkingScope::active() ? parking->Current() : nullptr;
+    if (self == nullptr) return std::nullopt;
+    for (;;) {
+      // Asked before the lock: Interrupted takes the threads layer's own lock.
+      bool interrupted = interruptible && parking->Interrupted();
+      {
+        std::lock_guard lock(mutex_);
+        parked_ = nullptr;
+        if (done()) return Outcome::kDone;
+        if (interrupted) return Outcome::kInterrupted;
+        if (deadline && std::chrono::steady_clock::now() >= *deadline) return Outcome::kTimedOut;
+        parked_ = self;
+      }
+      if (deadline) {
+        parking->ParkUntil(*deadline);
+      } else {
+        parking->Park();
+      }
+    }
+  }
+
+  // An OS thread first polls the network itself for a short while (an answer usually comes
+  // back within it), then sleeps.
+  void DriveBriefly() {
+    if (done()) return;
+    CompletionDriver* driver = driver_.load(std::memory_order_acquire);
+    if (driver != nullptr) driver->DriveBriefly(*this);
+  }
+
   static inline std::atomic<CompletionDriver*> driver_{nullptr};
   static inline std::atomic<Parking*> parking_{nullptr};
   void* parked_ = nullptr;  // the user-level thread parked in Wait, guarded by mutex_

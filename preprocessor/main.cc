@@ -1,16 +1,11 @@
 // lmdxpp: turns an LMDX-annotated C or C++ file into plain C or C++ over <lmdx/lmdx.h>.
 //   lmdxpp INPUT [-o OUTPUT] [--name NAME]
 // NAME (default: INPUT as given) is the file the output's #line directives name.
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <iostream>
-#include <sstream>
+#include <optional>
 #include <string>
 
-#include "preprocessor/diagnostic.h"
-#include "preprocessor/translator.h"
+#include "preprocessor/translate_file.h"
 
 namespace {
 
@@ -51,32 +46,11 @@ int main(int argc, char** argv) {
   if (input.empty()) return Usage("no input file given");
   if (name.empty()) name = input;
 
-  std::ifstream in(input, std::ios::binary);
-  if (!in) {
-    std::cerr << "lmdxpp: cannot read " << input << ": " << std::strerror(errno) << "\n";
-    return 1;
-  }
-  std::ostringstream source;
-  source << in.rdbuf();
-
-  std::string result;
-  try {
-    result = lmdx::pp::Translate(source.str(), name);
-  } catch (const lmdx::pp::SourceError& error) {
-    std::cerr << lmdx::pp::FormatError(name, error) << "\n";
-    return 1;
-  }
+  std::optional<std::string> result = lmdx::pp::TranslateFile(input, name, "lmdxpp", std::cerr);
+  if (!result) return 1;
   if (output.empty()) {
-    std::cout << result;
+    std::cout << *result;
     return std::cout.good() ? 0 : 1;
   }
-  std::ofstream out(output, std::ios::binary | std::ios::trunc);
-  out << result;
-  out.close();
-  if (!out) {
-    std::cerr << "lmdxpp: cannot write " << output << ": " << std::strerror(errno) << "\n";
-    std::remove(output.c_str());
-    return 1;
-  }
-  return 0;
+  return lmdx::pp::WriteTranslation(output, *result, "lmdxpp", std::cerr) ? 0 : 1;
 }

@@ -344,28 +344,17 @@ void Scheduler::Wake(UserThread* thread) {
 }
 
 void UserThread::Join() {
+  JoinUnless([] { return false; });
+}
+
+bool UserThread::JoinUnless(const std::function<bool()>& stop) {
   UserThread* self = Scheduler::Current();
   if (self == this) throw Error(LMDX_ERR_MISUSE, "a thread cannot join itself");
   if (self == nullptr) {
     std::unique_lock lock(join_mutex_);
     join_changed_.wait(lock, [this] { return finished(); });
-    return;
-  }
-  {
-    std::lock_guard lock(join_mutex_);
-    if (finished()) return;
-    joiners_.push_back(self);
-  }
-  while (!finished()) Scheduler::Park();
-}
-
-bool UserThread::JoinUnless(const std::function<bool()>& stop) {
-  UserThread* self = Scheduler::Current();
-  if (self == nullptr) {
-    Join();
     return true;
   }
-  if (self == this) throw Error(LMDX_ERR_MISUSE, "a thread cannot join itself");
   {
     std::lock_guard lock(join_mutex_);
     if (finished()) return true;

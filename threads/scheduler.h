@@ -34,8 +34,8 @@ class UserThread {
   bool finished() const { return finished_.load(std::memory_order_acquire); }
   // Blocks the caller (parks it when the caller is a user-level thread) until this one ends.
   void Join();
-  // Join from a user-level thread that gives up, returning false, once stop() is true (checked
-  // whenever it is woken; Wake it after making stop() true).
+  // Join that a user-level thread gives up, returning false, once stop() is true (checked
+  // whenever it is woken; Wake it after making stop() true). An OS thread never gives up.
   bool JoinUnless(const std::function<bool()>& stop);
 
  private:

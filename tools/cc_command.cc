@@ -7,12 +7,11 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <iostream>
-#include <sstream>
+#include <optional>
 #include <system_error>
 
-#include "preprocessor/translator.h"
+#include "preprocessor/translate_file.h"
 
 #include "tools/exit_status.h"
 #include "tools/usage_error.h"
@@ -85,29 +84,10 @@ bool TranslateSource(const Translation& translation, bool verbose) {
     std::cerr << "lmdxpp " << ShellQuote({translation.source, "-o", translation.output.string()})
               << std::endl;
   }
-  std::ifstream in(translation.source, std::ios::binary);
-  if (!in) {
-    std::cerr << "lmdx cc: cannot read " << translation.source << ": " << std::strerror(errno)
-              << "\n";
-    return false;
-  }
-  std::ostringstream source;
-  source << in.rdbuf();
-  std::string translated;
-  try {
-    translated = pp::Translate(source.str(), translation.source);
-  } catch (const pp::SourceError& error) {
-    std::cerr << pp::FormatError(translation.source, error) << "\n";
-    return false;
-  }
-  std::ofstream out(translation.output, std::ios::binary | std::ios::trunc);
-  out << translated;
-  out.close();
-  if (!out) {
-    std::cerr << "lmdx cc: cannot write " << translation.output.string() << "\n";
-    return false;
-  }
-  return true;
+  std::optional<std::string> translated =
+      pp::TranslateFile(translation.source, translation.source, "lmdx cc", std::cerr);
+  return translated &&
+         pp::WriteTranslation(translation.output.string(), *translated, "lmdx cc", std::cerr);
 }
 
 }  // namespace

@@ -1,0 +1,42 @@
+#include "preprocessor/translate_file.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "preprocessor/diagnostic.h"
+#include "preprocessor/translator.h"
+
+namespace lmdx::pp {
+
+std::optional<std::string> TranslateFile(const std::string& input, const std::string& name,
+                                         std::string_view tool, std::ostream& errors) {
+  std::ifstream in(input, std::ios::binary);
+  if (!in) {
+    errors << tool << ": cannot read " << input << ": " << std::strerror(errno) << "\n";
+    return std::nullopt;
+  }
+  std::ostringstream source;
+  source << in.rdbuf();
+  try {
+    return Translate(source.str(), name);
+  } catch (const SourceError& error) {
+    errors << FormatError(name, error) << "\n";
+    return std::nullopt;
+  }
+}
+
+bool WriteTranslation(const std::string& path, const std::string& text, std::string_view tool,
+                      std::ostream& errors) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (out) return true;
+  errors << tool << ": cannot write " << path << ": " << std::strerror(errno) << "\n";
+  std::remove(path.c_str());
+  return false;
+}
+
+}  // namespace lmdx::pp
