@@ -41,7 +41,7 @@ extern "C" {
 
 void* lmdx_malloc(size_t bytes) {
   return GuardPointer("lmdx_malloc", [bytes](lmdx::dsm::Service& dsm) {
-    lmdx::api::RequireHeapProtocol(dsm.protocol()->name());
+    lmdx::api::RequireHeapProtocol(dsm.heap_protocol());
     return dsm.Malloc(bytes);
   });
 }

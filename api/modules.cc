@@ -217,7 +217,8 @@ void RequireHeapProtocol(const std::string& heap_protocol) {
   throw Error(LMDX_ERR_CONFIG, "the module " + Quoted(modules->self->name) + " asks for protocol " +
                                    Quoted(wanted) + ", but the shared heap runs " +
                                    Quoted(heap_protocol) +
-                                   ", the only protocol this LMDX has so far");
+                                   " (dsm.protocol): lmdx_malloc memory follows dsm.protocol; give "
+                                   "the module's data a named variable or a dsm.region instead");
 }
 
 }  // namespace lmdx::api

@@ -68,6 +68,7 @@ dsm::Options DsmOptions(const config::Settings& settings) {
     return RegionPolicyFor(settings, name, creator);
   };
   options.creator = ThisCreator();
+  options.heap_protocol = std::string(config::ProtocolName(settings.protocol));
   return options;
 }
 

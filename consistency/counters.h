@@ -23,6 +23,17 @@ struct Counters {
   Counter explicit_gets{0};           // lmdx_get calls
   Counter explicit_puts{0};           // lmdx_put calls
   Counter fault_ns{0};                // time spent serving this node's faults
+  // The multiple-writer protocols.
+  Counter twins{0};               // copies of a page taken before its first write in an interval
+  Counter diffs_made{0};          // diffs of written pages against their twins
+  Counter diff_bytes{0};          // their encoded bytes
+  Counter diffs_applied{0};       // diffs of other nodes applied to this node's copies
+  Counter write_notices{0};       // write notices received that named a page news to this node
+  Counter updates_sent{0};        // diffs sent to copy holders (update)
+  Counter pages_refetched{0};     // invalidated pages fetched again at the acquire
+  Counter protection_changes{0};  // mprotect calls (each over a run of pages)
+  Counter release_ns{0};          // time in the protocol at releases
+  Counter acquire_ns{0};          // time in the protocol at acquires
 
   static void Add(Counter& counter, std::uint64_t amount = 1) {
     counter.fetch_add(amount, std::memory_order_relaxed);

@@ -62,12 +62,11 @@ const std::shared_ptr<const void>& StableMemory() {
 
 }  // namespace
 
-ScProtocol::ScProtocol(net::Node& node, PageMemory& memory, std::uint64_t page_count,
-                       Counters& counters)
+ScProtocol::ScProtocol(net::Node& node, PageMemory& memory, PageTable& table, Counters& counters)
     : node_(node),
       memory_(memory),
       counters_(counters),
-      table_(page_count),
+      table_(table),
       directory_(node.rank(), node.size()) {}
 
 // ---- The faulting node ---------------------------------------------------------------------

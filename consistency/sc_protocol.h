@@ -19,7 +19,7 @@ namespace lmdx::consistency {
 
 class ScProtocol final : public Protocol {
  public:
-  ScProtocol(net::Node& node, PageMemory& memory, std::uint64_t page_count, Counters& counters);
+  ScProtocol(net::Node& node, PageMemory& memory, PageTable& table, Counters& counters);
 
   const char* name() const override { return "sc"; }
   void RegisterHandlers(net::Node& node) override;
@@ -49,7 +49,7 @@ class ScProtocol final : public Protocol {
   net::Node& node_;
   PageMemory& memory_;
   Counters& counters_;
-  PageTable table_;
+  PageTable& table_;
   internal::ScDirectory directory_;
 };
 

@@ -41,6 +41,10 @@ struct Options {
   std::function<RegionPolicy(std::string_view name, const Creator& creator)> policy_for;
   // This node, as the creator of the regions it asks for.
   Creator creator;
+  // The protocol of the shared heap.
+  std::string heap_protocol = "sc";
+  // hlrc: fetch again at an acquire the pages it invalidated that this node was using.
+  bool refetch_at_acquire = true;
   bool stats = false;
   std::string stats_json = "lmdx-stats.json";
 };

@@ -11,7 +11,6 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
-#include "consistency/sc_protocol.h"
 #include "dsm/stats_report.h"
 
 namespace lmdx::dsm {
@@ -78,16 +77,20 @@ std::atomic<Service*> current_pointer{nullptr};
 Service::Service(net::Node& node, Options options)
     : node_(node),
       options_(std::move(options)),
-      space_(options_.base, options_.bytes, node.size()) {
-  protocol_ =
-      std::make_shared<consistency::ScProtocol>(node_, *this, space_.page_count(), counters_);
+      space_(options_.base, options_.bytes, node.size()),
+      table_(space_.page_count()) {
+  consistency::ProtocolSet::Settings settings;
+  settings.home_based.refetch_at_acquire = options_.refetch_at_acquire;
+  protocols_ =
+      std::make_shared<consistency::ProtocolSet>(node_, *this, table_, counters_, settings);
+  heap_protocol_ = &Named(options_.heap_protocol, "the shared heap");
   // Metadata stays private, so the heap carves nothing before the program allocates; every piece
   // it carves later is fresh and homed here, so this node opens it for writing at once.
   heap_ = std::make_unique<SharedHeap>(space_.AppView(space_.HeapSliceFirst(node_.rank())),
                                        space_.heap_slice_pages() * space_.page_bytes(),
                                        [this](std::byte* start, std::size_t length) {
-                                         protocol_->OpenFreshPages(space_.PageOf(start),
-                                                                   length / space_.page_bytes());
+                                         heap_protocol_->OpenFreshPages(
+                                             space_.PageOf(start), length / space_.page_bytes());
                                        });
   fatal_ = [](const std::string& message) {
     LogLine(message);
@@ -100,8 +103,18 @@ Service::Service(net::Node& node, Options options)
 
 Service::~Service() = default;
 
+consistency::Protocol& Service::Named(const std::string& protocol, const std::string& what) const {
+  if (consistency::Protocol* found = protocols_->Find(protocol)) return *found;
+  std::string known;
+  for (std::string_view name : consistency::ProtocolSet::Names()) {
+    known += (known.empty() ? "" : ", ") + std::string(name);
+  }
+  throw Error(LMDX_ERR_CONFIG, what + " asks for protocol \"" + protocol +
+                                   "\", which this LMDX does not have yet (it has: " + known + ")");
+}
+
 void Service::RegisterHandlers() {
-  protocol_->RegisterHandlers(node_);
+  protocols_->RegisterHandlers(node_);
   net::SetMessageTypeName(kDsmVariable, "dsm-variable");
   net::SetMessageTypeName(kDsmRegionOf, "dsm-region-of");
   net::SetMessageTypeName(kDsmFree, "dsm-free");
@@ -151,11 +164,8 @@ void Service::RegisterHandlers() {
 
 Region Service::PlaceRegion(const std::string& name, std::uint64_t bytes, const Creator& creator) {
   RegionPolicy policy = options_.policy_for ? options_.policy_for(name, creator) : RegionPolicy{};
-  if (policy.protocol != "sc") {
-    std::string why = policy.chosen_by.empty() ? "" : " (" + policy.chosen_by + ")";
-    throw Error(LMDX_ERR_CONFIG, "\"" + name + "\" asks for protocol \"" + policy.protocol + "\"" +
-                                     why + ", which this LMDX does not have yet (it has: sc)");
-  }
+  Named(policy.protocol,
+        "\"" + name + "\"" + (policy.chosen_by.empty() ? "" : " (" + policy.chosen_by + ")"));
   std::uint64_t pages = (bytes + space_.page_bytes() - 1) / space_.page_bytes();
   if (pages > space_.variable_pages() - next_variable_page_) {
     throw Error(LMDX_ERR_NO_MEMORY,
@@ -202,7 +212,9 @@ Region Service::FindOrCreate(const wire::VariableRequest& request, bool* found) 
 void Service::Learn(const Region& region) {
   if (!regions_.Add(region) || region.home != HomePolicy::kBlock) return;
   auto [first, count] = region.BlockOf(node_.rank(), node_.size());
-  if (count > 0 && count <= kMaxPagesOpenedAtOnce) protocol_->OpenFreshPages(first, count);
+  if (count > 0 && count <= kMaxPagesOpenedAtOnce) {
+    Named(region.protocol, "\"" + region.name + "\"").OpenFreshPages(first, count);
+  }
 }
 
 std::optional<Region> Service::RegionOf(PageId page) {
@@ -216,6 +228,14 @@ std::optional<Region> Service::RegionOf(PageId page) {
   Region region = FromWire(reply.region());
   Learn(region);
   return region;
+}
+
+consistency::Protocol& Service::ProtocolOf(PageId page) {
+  if (page < space_.page_count() && space_.HeapOwnerOf(page) >= 0) return *heap_protocol_;
+  if (page < space_.variable_pages()) {
+    if (auto region = RegionOf(page)) return Named(region->protocol, "\"" + region->name + "\"");
+  }
+  throw Error(LMDX_ERR_INVALID_ARGUMENT, "the address is not in shared memory");
 }
 
 consistency::Placement Service::PlacementOf(PageId page) {
@@ -352,7 +372,7 @@ void Service::Get(void* destination, const void* shared_source, std::size_t byte
     std::size_t offset = (source - space_.base()) % page_size;
     std::size_t length = std::min(bytes, page_size - offset);
     std::byte* target = bounce ? staging.data() : out;
-    protocol_->WithPage(page, Access::kRead, [&](std::byte* contents) {
+    ProtocolOf(page).WithPage(page, Access::kRead, [&](std::byte* contents) {
       std::memcpy(target, contents + offset, length);
     });
     if (bounce) std::memcpy(out, staging.data(), length);
@@ -382,8 +402,9 @@ void Service::Put(void* shared_destination, const void* source, std::size_t byte
       std::memcpy(staging.data(), in, length);
       from = staging.data();
     }
-    protocol_->WithPage(page, Access::kWrite,
-                        [&](std::byte* contents) { std::memcpy(contents + offset, from, length); });
+    ProtocolOf(page).WithPage(page, Access::kWrite, [&](std::byte* contents) {
+      std::memcpy(contents + offset, from, length);
+    });
     in += length;
     destination += length;
     bytes -= length;
@@ -395,18 +416,20 @@ void Service::Put(void* shared_destination, const void* source, std::size_t byte
 bool Service::HandleFault(void* address) {
   if (!space_.Contains(address)) return false;
   PageId page = space_.PageOf(address);
-  Access now = protocol_->CurrentAccess(page);
+  Access now = table_.access(page);
   if (now == Access::kWrite) return true;  // another thread opened it meanwhile: retry
   // libsigsegv does not say whether the access was a read or a write: a page with no access is
   // brought for reading first (a write then faults once more), a readable page for writing.
   Access wanted = now == Access::kNone ? Access::kRead : Access::kWrite;
+  // Before anything that may wait (the region look-up asks rank 0): see net/completion.h, no
+  // fiber switch inside the signal handler.
+  net::NoParkingScope in_signal_handler;
   try {
     if (PlacementOf(page).home < 0) return false;  // not a shared page: an ordinary crash
     consistency::Counters::Add(wanted == Access::kRead ? counters_.read_faults
                                                        : counters_.write_faults);
     std::uint64_t start = MonotonicNs();
-    net::NoParkingScope in_signal_handler;  // see net/completion.h: no fiber switch in here
-    protocol_->Obtain(page, wanted);
+    ProtocolOf(page).Obtain(page, wanted);
     consistency::Counters::Add(counters_.fault_ns, MonotonicNs() - start);
   } catch (const std::exception& error) {
     fatal_("a shared-memory access at " + Hex(address) + " could not be served: " + error.what());
@@ -422,7 +445,7 @@ wire::NodeStats Service::LocalStats() const {
     return counter.load(std::memory_order_relaxed);
   };
   stats.set_rank(node_.rank());
-  stats.set_protocol(protocol_->name());
+  stats.set_protocol(options_.heap_protocol);
   stats.set_read_faults(value(counters_.read_faults));
   stats.set_write_faults(value(counters_.write_faults));
   stats.set_pages_fetched(value(counters_.pages_fetched));
@@ -436,6 +459,16 @@ wire::NodeStats Service::LocalStats() const {
   stats.set_explicit_gets(value(counters_.explicit_gets));
   stats.set_explicit_puts(value(counters_.explicit_puts));
   stats.set_fault_ms(static_cast<double>(value(counters_.fault_ns)) / 1e6);
+  stats.set_twins(value(counters_.twins));
+  stats.set_diffs_made(value(counters_.diffs_made));
+  stats.set_diff_bytes(value(counters_.diff_bytes));
+  stats.set_diffs_applied(value(counters_.diffs_applied));
+  stats.set_write_notices(value(counters_.write_notices));
+  stats.set_updates_sent(value(counters_.updates_sent));
+  stats.set_pages_refetched(value(counters_.pages_refetched));
+  stats.set_protection_changes(value(counters_.protection_changes));
+  stats.set_release_ms(static_cast<double>(value(counters_.release_ns)) / 1e6);
+  stats.set_acquire_ms(static_cast<double>(value(counters_.acquire_ns)) / 1e6);
   stats.set_heap_carved_bytes(heap_->CarvedBytes());
   stats.set_heap_live_blocks(heap_->LiveBlocks());
   stats.set_heap_live_bytes(heap_->LiveBytes());
@@ -496,7 +529,7 @@ void Attach(net::Node& node, const Options& options) {
   // The protocol carries consistency over synchronisation, unless the program installed hooks of
   // its own before lmdx_init (the sync tests do): those stay.
   if (dynamic_cast<sync::NullConsistencyHooks*>(sync::CurrentConsistencyHooks().get()) != nullptr) {
-    sync::SetConsistencyHooks(service->protocol());
+    sync::SetConsistencyHooks(service->protocols());
   }
   std::lock_guard lock(current_mutex);
   current_service = std::move(service);

@@ -14,7 +14,9 @@
 #include <unordered_map>
 
 #include "consistency/counters.h"
+#include "consistency/page_table.h"
 #include "consistency/protocol.h"
+#include "consistency/protocol_set.h"
 #include "dsm/dsm.pb.h"
 #include "dsm/fault_handler.h"
 #include "dsm/global_space.h"
@@ -54,7 +56,10 @@ class Service final : public consistency::PageMemory {
   void SetFatalHandler(std::function<void(const std::string&)> fatal) { fatal_ = std::move(fatal); }
 
   const Options& options() const { return options_; }
-  const std::shared_ptr<consistency::Protocol>& protocol() const { return protocol_; }
+  // Every protocol of this node, which are also its consistency hooks.
+  const std::shared_ptr<consistency::ProtocolSet>& protocols() const { return protocols_; }
+  // The protocol of the shared heap (lmdx_malloc): dsm.heap, else the default.
+  const std::string& heap_protocol() const { return options_.heap_protocol; }
   wire::NodeStats LocalStats() const;
   // Rank 0: collects every node's statistics, prints the table and writes the JSON file.
   void ReportJobStats();
@@ -65,6 +70,7 @@ class Service final : public consistency::PageMemory {
   std::byte* SystemView(PageId page) override { return space_.SystemView(page); }
   void Protect(PageId first, std::uint64_t count, consistency::Access access) override {
     space_.Protect(first, count, access);
+    consistency::Counters::Add(counters_.protection_changes);
   }
   consistency::Placement PlacementOf(PageId page) override;
 
@@ -79,6 +85,9 @@ class Service final : public consistency::PageMemory {
   std::optional<Region> AskPlacer(const wire::VariableRequest& request);
   void Learn(const Region& region);
   std::optional<Region> RegionOf(PageId page);
+  // The protocol that keeps page coherent; throws when the page is not shared.
+  consistency::Protocol& ProtocolOf(PageId page);
+  consistency::Protocol& Named(const std::string& protocol, const std::string& what) const;
   void CheckRange(const void* address, std::size_t bytes, const char* call);
   void FreeHere(void* block);
 
@@ -86,7 +95,9 @@ class Service final : public consistency::PageMemory {
   Options options_;
   GlobalSpace space_;
   consistency::Counters counters_;
-  std::shared_ptr<consistency::Protocol> protocol_;
+  consistency::PageTable table_;
+  std::shared_ptr<consistency::ProtocolSet> protocols_;
+  consistency::Protocol* heap_protocol_ = nullptr;
   RegionTable regions_;
   std::unique_ptr<SharedHeap> heap_;
   std::function<void(const std::string&)> fatal_;

@@ -1,0 +1,92 @@
+// The acquire side of the home-based protocols, and invalidation (hlrc's acquires, rc's messages).
+#include <algorithm>
+
+#include "base/clock.h"
+#include "consistency/home_based/home_based_protocol.h"
+
+namespace lmdx::consistency {
+
+std::vector<PageId> HomeBasedProtocol::Invalidate(const std::vector<PageId>& pages) {
+  // Runs on application threads (hlrc) and on the progress thread (rc): it never waits for a
+  // page another thread holds; that holder finds the mark and drops the page when it is done.
+  std::vector<PageId> taken;
+  std::vector<bool> was_writable;
+  for (PageId page : pages) {
+    std::lock_guard lock(table_.StripeMutex(page));
+    if (table_.busy(page)) {
+      std::lock_guard state(state_mutex_);
+      states_[page].stale = true;
+      continue;
+    }
+    Access now = table_.access(page);
+    if (now == Access::kNone) continue;
+    table_.set_busy(page, true);
+    table_.set_access(page, Access::kNone);
+    taken.push_back(page);
+    was_writable.push_back(now == Access::kWrite);
+  }
+  std::vector<PageId> sorted = taken;
+  std::sort(sorted.begin(), sorted.end());
+  ProtectPages(sorted, Access::kNone);
+  for (std::size_t i = 0; i < taken.size(); ++i) {
+    PageId page = taken[i];
+    std::lock_guard lock(table_.StripeMutex(page));
+    if (was_writable[i]) {
+      // This node's writes to the page since its last release go with the next one.
+      std::lock_guard state(state_mutex_);
+      CopyState& copy = states_[page];
+      if (copy.twin) {
+        Diff diff;
+        AppendDiff(copy.twin.get(), memory_.SystemView(page), memory_.page_bytes(), diff);
+        Counters::Add(counters_.diffs_made);
+        Counters::Add(counters_.diff_bytes, diff.size());
+        if (!diff.empty()) copy.saved.push_back(std::move(diff));
+        copy.twin.reset();
+      }
+    }
+    Counters::Add(counters_.invalidations_received);
+    EndTransition(page, Access::kNone);
+  }
+  return sorted;
+}
+
+void HomeBasedProtocol::Refetch(const std::vector<PageId>& pages) {
+  net::NoParkingScope holding_pages;
+  Batches by_home;
+  std::vector<std::pair<PageId, int>> homes;
+  for (PageId page : pages) homes.emplace_back(page, HomeOf(page));
+  for (const auto& [page, home] : homes) {
+    std::lock_guard lock(table_.StripeMutex(page));
+    if (table_.busy(page) || table_.access(page) != Access::kNone) continue;
+    table_.set_busy(page, true);
+    by_home[home].push_back(page);
+  }
+  std::uint64_t count = 0;
+  for (const auto& entry : by_home) count += entry.second.size();
+  Counters::Add(counters_.pages_refetched, count);
+  FetchAndInstall(by_home);
+}
+
+void HomeBasedProtocol::OnAcquire(const sync::SyncObject& object,
+                                  std::span<const std::string> payloads) {
+  if (kind_ != HomeBasedKind::kHlrc) return;  // rc and update act at the release
+  std::uint64_t start = MonotonicNs();
+  WriteNoticeLog::Received received = notices_.Merge(payloads);
+  Counters::Add(counters_.write_notices, received.notices);
+  std::vector<PageId> to_drop;
+  for (PageId page : received.pages) {
+    if (page >= table_.page_count()) continue;
+    // A page this node never held needs no work (and no look-up of its home).
+    if (table_.access(page) == Access::kNone && !table_.busy(page)) continue;
+    if (HomeOf(page) != node_.rank()) to_drop.push_back(page);
+  }
+  std::vector<PageId> were_in_use = Invalidate(to_drop);
+  if (object.kind == sync::ObjectKind::kBarrier &&
+      received.senders.size() == static_cast<std::size_t>(notices_.size())) {
+    notices_.ForgetKnownEverywhere(payloads);
+  }
+  if (settings_.refetch_at_acquire && !were_in_use.empty()) Refetch(were_in_use);
+  Counters::Add(counters_.acquire_ns, MonotonicNs() - start);
+}
+
+}  // namespace lmdx::consistency

@@ -1,0 +1,287 @@
+#include "consistency/home_based/home_based_protocol.h"
+
+#include <cstring>
+#include <string>
+
+#include "base/error.h"
+#include "consistency/home_based/home_based.pb.h"
+#include "consistency/home_based/internal/message_types.h"
+
+namespace lmdx::consistency {
+
+using internal::kFetch;
+
+HomeBasedProtocol::HomeBasedProtocol(HomeBasedKind kind, int type_base, net::Node& node,
+                                     PageMemory& memory, PageTable& table, Counters& counters,
+                                     Settings settings)
+    : kind_(kind),
+      type_base_(type_base),
+      node_(node),
+      memory_(memory),
+      table_(table),
+      counters_(counters),
+      settings_(settings),
+      notices_(node.rank(), node.size()) {}
+
+const char* HomeBasedProtocol::name() const {
+  switch (kind_) {
+    case HomeBasedKind::kUpdate: return "update";
+    case HomeBasedKind::kRc: return "rc";
+    case HomeBasedKind::kHlrc: return "hlrc";
+  }
+  return "?";
+}
+
+net::MessageType HomeBasedProtocol::Type(int offset) const {
+  return static_cast<net::MessageType>(type_base_ + offset);
+}
+
+int HomeBasedProtocol::HomeOf(PageId page) {
+  Placement placement = memory_.PlacementOf(page);
+  if (placement.home < 0) {
+    throw Error(LMDX_ERR_INVALID_ARGUMENT, "the address is not in shared memory");
+  }
+  return placement.home;
+}
+
+void HomeBasedProtocol::ProtectPages(const std::vector<PageId>& sorted_pages, Access access) {
+  std::size_t at = 0;
+  while (at < sorted_pages.size()) {
+    std::size_t end = at + 1;
+    while (end < sorted_pages.size() && sorted_pages[end] == sorted_pages[end - 1] + 1) ++end;
+    memory_.Protect(sorted_pages[at], end - at, access);
+    at = end;
+  }
+}
+
+// ---- Faults --------------------------------------------------------------------------------
+
+void HomeBasedProtocol::Obtain(PageId page, Access wanted) {
+  const int home = HomeOf(page);
+  const bool at_home = home == node_.rank();
+  std::unique_lock lock(table_.StripeMutex(page));
+  for (;;) {
+    while (table_.busy(page)) table_.StripeChanged(page).wait(lock);
+    Access now = table_.access(page);
+    if (now >= wanted) return;
+    if (at_home) {
+      OpenAtHome(page, wanted);
+      return;
+    }
+    if (now == Access::kRead) {
+      Counters::Add(counters_.upgrades);
+      StartWriting(page, false);
+      return;
+    }
+    table_.set_busy(page, true);
+    lock.unlock();
+    // A fiber must not park while it holds a page busy: a sibling fiber of the same worker that
+    // faults on the page would block the worker the holder needs to resume.
+    net::NoParkingScope holding_a_page;
+    FetchAndInstall({{home, {page}}});
+    lock.lock();
+  }
+}
+
+void HomeBasedProtocol::OpenAtHome(PageId page, Access wanted) {
+  if (!directory_.Shared(page)) {
+    // No other node has a copy: the home writes with no fault from now on.
+    memory_.Protect(page, 1, Access::kWrite);
+    table_.set_access(page, Access::kWrite);
+    Counters::Add(counters_.zero_pages);
+    return;
+  }
+  if (wanted == Access::kRead) {
+    memory_.Protect(page, 1, Access::kRead);
+    table_.set_access(page, Access::kRead);
+    return;
+  }
+  StartWriting(page, true);
+}
+
+void HomeBasedProtocol::StartWriting(PageId page, bool at_home) {
+  {
+    std::lock_guard state(state_mutex_);
+    // The home's copy is the master, so it needs no twin, except under update, where its
+    // release sends a diff of its own writes to the copies.
+    if (!at_home || kind_ == HomeBasedKind::kUpdate) {
+      CopyState& copy = states_[page];
+      if (!copy.twin) {
+        copy.twin = std::make_unique<std::byte[]>(memory_.page_bytes());
+        std::memcpy(copy.twin.get(), memory_.SystemView(page), memory_.page_bytes());
+        Counters::Add(counters_.twins);
+      }
+    }
+    dirty_.push_back(page);
+  }
+  memory_.Protect(page, 1, Access::kWrite);
+  table_.set_access(page, Access::kWrite);
+}
+
+void HomeBasedProtocol::ApplyToCopy(PageId page, std::span<const std::uint8_t> diff) {
+  // Callers hold state_mutex_. A twin is patched too, so that this node's own diff of the page
+  // at its next release carries only its own writes.
+  ApplyDiff(diff, memory_.SystemView(page), memory_.page_bytes());
+  auto copy = states_.find(page);
+  if (copy != states_.end() && copy->second.twin) {
+    ApplyDiff(diff, copy->second.twin.get(), memory_.page_bytes());
+  }
+  Counters::Add(counters_.diffs_applied);
+}
+
+void HomeBasedProtocol::EndTransition(PageId page, Access access) {
+  {
+    std::lock_guard state(state_mutex_);
+    auto found = states_.find(page);
+    if (found != states_.end()) {
+      CopyState& copy = found->second;
+      if (copy.stale) {
+        // An invalidation came while the page was held: it wins over what was installed.
+        copy.stale = false;
+        copy.pending.clear();
+        if (access != Access::kNone) {
+          memory_.Protect(page, 1, Access::kNone);
+          access = Access::kNone;
+        }
+      } else {
+        for (const Diff& update : copy.pending) ApplyToCopy(page, update);
+        copy.pending.clear();
+      }
+      if (!copy.twin && copy.saved.empty()) states_.erase(found);
+    }
+  }
+  table_.set_access(page, access);
+  table_.set_busy(page, false);
+  table_.StripeChanged(page).notify_all();
+}
+
+void HomeBasedProtocol::FetchAndInstall(const Batches& by_home) {
+  const std::size_t page_bytes = memory_.page_bytes();
+  struct Fetch {
+    int home;
+    const std::vector<PageId>* pages;
+    std::vector<std::byte> staging;
+    std::unique_ptr<net::Node::PendingRequest> request;
+    std::optional<net::InboundMessage> reply;
+  };
+  std::vector<Fetch> fetches;
+  fetches.reserve(by_home.size());
+  std::optional<Error> failure;
+  for (const auto& [home, pages] : by_home) {
+    wire::HbPages request;
+    for (PageId page : pages) request.add_pages(page);
+    Fetch& fetch = fetches.emplace_back();
+    fetch.home = home;
+    fetch.pages = &pages;
+    fetch.staging.resize(pages.size() * page_bytes);
+    try {
+      fetch.request = node_.StartRequest(home, Type(kFetch), request.SerializeAsString(), {},
+                                         reinterpret_cast<std::uint8_t*>(fetch.staging.data()),
+                                         fetch.staging.size());
+    } catch (const Error& error) {
+      if (!failure) failure = error;
+    }
+  }
+  // Every request is awaited, even after one failed: the node refers to them until answered.
+  for (Fetch& fetch : fetches) {
+    if (!fetch.request) continue;
+    try {
+      fetch.reply = node_.Await(*fetch.request);
+      if (fetch.reply->header.payload_length != fetch.staging.size()) {
+        throw Error(LMDX_ERR_INTERNAL,
+                    "rank " + std::to_string(fetch.home) + " answered a fetch of " +
+                        std::to_string(fetch.pages->size()) + " pages with " +
+                        std::to_string(fetch.reply->header.payload_length) + " bytes");
+      }
+      if (!fetch.reply->payload_placed) {
+        std::memcpy(fetch.staging.data(), fetch.reply->payload, fetch.staging.size());
+      }
+    } catch (const Error& error) {
+      if (!failure) failure = error;
+      fetch.reply.reset();
+    }
+  }
+  // Contents first, then one protection change per run of pages, then the access: the pages
+  // stay busy throughout, so no thread of this node sees a page before it is whole.
+  std::vector<PageId> opened;
+  for (Fetch& fetch : fetches) {
+    for (std::size_t i = 0; i < fetch.pages->size(); ++i) {
+      PageId page = (*fetch.pages)[i];
+      std::lock_guard lock(table_.StripeMutex(page));
+      if (!fetch.reply) {
+        EndTransition(page, Access::kNone);
+        continue;
+      }
+      std::lock_guard state(state_mutex_);
+      auto found = states_.find(page);
+      if (found != states_.end() && found->second.stale) continue;  // EndTransition drops it
+      std::memcpy(memory_.SystemView(page), fetch.staging.data() + i * page_bytes, page_bytes);
+      if (found != states_.end()) {
+        // This node's writes that were not yet sent when the page was invalidated.
+        for (const Diff& saved : found->second.saved) {
+          ApplyDiff(saved, memory_.SystemView(page), page_bytes);
+        }
+      }
+      Counters::Add(counters_.pages_fetched);
+      Counters::Add(counters_.bytes_fetched, page_bytes);
+      opened.push_back(page);
+    }
+  }
+  std::sort(opened.begin(), opened.end());
+  ProtectPages(opened, Access::kRead);
+  for (PageId page : opened) {
+    std::lock_guard lock(table_.StripeMutex(page));
+    EndTransition(page, Access::kRead);
+  }
+  for (Fetch& fetch : fetches) {
+    if (!fetch.reply) continue;
+    for (PageId page : *fetch.pages) {
+      if (std::binary_search(opened.begin(), opened.end(), page)) continue;
+      std::lock_guard lock(table_.StripeMutex(page));
+      if (table_.busy(page)) EndTransition(page, Access::kNone);
+    }
+  }
+  if (failure) throw *failure;
+}
+
+// ---- Explicit access -----------------------------------------------------------------------
+
+void HomeBasedProtocol::WithPage(PageId page, Access access,
+                                 const std::function<void(std::byte*)>& use) {
+  net::NoParkingScope holding_a_page;
+  for (;;) {
+    Obtain(page, access);
+    std::lock_guard lock(table_.StripeMutex(page));
+    // A release or an invalidation may have taken the access since: then ask again.
+    if (!table_.busy(page) && table_.access(page) >= access) {
+      use(memory_.SystemView(page));
+      return;
+    }
+  }
+}
+
+void HomeBasedProtocol::OpenFreshPages(PageId first, std::uint64_t count) {
+  std::vector<PageId> opened;
+  for (PageId page = first; page < first + count; ++page) {
+    std::lock_guard lock(table_.StripeMutex(page));
+    if (table_.busy(page) || table_.access(page) != Access::kNone || directory_.Shared(page)) {
+      continue;
+    }
+    // Marked first, so that a fault of this node waits for the protection change below.
+    table_.set_busy(page, true);
+    opened.push_back(page);
+  }
+  ProtectPages(opened, Access::kWrite);
+  for (PageId page : opened) {
+    std::lock_guard lock(table_.StripeMutex(page));
+    // A copy fetched in between made the page shared: the home's writes must fault again.
+    if (directory_.Shared(page)) {
+      memory_.Protect(page, 1, Access::kRead);
+      EndTransition(page, Access::kRead);
+    } else {
+      EndTransition(page, Access::kWrite);
+    }
+  }
+}
+
+}  // namespace lmdx::consistency

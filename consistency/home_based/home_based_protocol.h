@@ -1,0 +1,134 @@
+// The home-based multiple-writer protocols: write-update ("update", Munin's write-shared), eager
+// release consistency ("rc") and home-based lazy release consistency ("hlrc", Zhou, Iftode and
+// Li). They share everything but what a release tells the other copies:
+//
+// - Every page has a home whose copy is the master. Another node fetches the whole page from the
+//   home on a read fault; its first write in an interval takes a twin (a local fault, no message);
+//   at a release its diffs go to their homes, one message per home, and the release waits until
+//   every home has applied them.
+// - The home writes its own pages in place with no twin. A page no other node has ever fetched is
+//   written with no fault at all; once shared, the home's first write in an interval faults once
+//   (locally) so that the release knows the page changed.
+// - update: the home answers a writer with the page's other copy holders, and the writer sends
+//   them its diffs, which they apply to their copies: a copy never goes stale, so readers never
+//   fault again (the home keeps a twin of a shared page it writes, to have a diff to send).
+// - rc: the same, but the other copies are invalidated instead.
+// - hlrc: nothing is sent at the release beyond the diffs to the homes; the release's write
+//   notices travel with the synchronisation (lock grant, semaphore unit, barrier departure) and
+//   the acquirer invalidates the pages they name. Pages it was using are fetched again at once,
+//   one message per home, while their homes wait at the same synchronisation anyway.
+//
+// Several threads of a node share its copy: a release by any of them sends the node's writes so
+// far; a page invalidated while this node holds unsent writes to it keeps them as a diff, sent at
+// the next release and applied over any copy fetched before then. docs/protocols.md has the rules.
+#ifndef LMDX_CONSISTENCY_HOME_BASED_HOME_BASED_PROTOCOL_H_
+#define LMDX_CONSISTENCY_HOME_BASED_HOME_BASED_PROTOCOL_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "consistency/counters.h"
+#include "consistency/diff.h"
+#include "consistency/home_based/internal/home_directory.h"
+#include "consistency/page_table.h"
+#include "consistency/protocol.h"
+#include "consistency/write_notices.h"
+
+namespace lmdx::consistency {
+
+enum class HomeBasedKind { kUpdate, kRc, kHlrc };
+
+class HomeBasedProtocol final : public Protocol {
+ public:
+  struct Settings {
+    // hlrc: refetch at the acquire the pages it invalidated that this node was using.
+    bool refetch_at_acquire = true;
+  };
+  // Message types [type_base, type_base + 4) are this protocol's.
+  HomeBasedProtocol(HomeBasedKind kind, int type_base, net::Node& node, PageMemory& memory,
+                    PageTable& table, Counters& counters, Settings settings);
+
+  const char* name() const override;
+  void RegisterHandlers(net::Node& node) override;
+  Access CurrentAccess(PageId page) const override { return table_.access(page); }
+  void Obtain(PageId page, Access wanted) override;
+  void WithPage(PageId page, Access access, const std::function<void(std::byte*)>& use) override;
+  void OpenFreshPages(PageId first, std::uint64_t count) override;
+  std::string OnRelease(const sync::SyncObject& object) override;
+  void OnAcquire(const sync::SyncObject& object, std::span<const std::string> payloads) override;
+
+ private:
+  // This node's state of a page beyond its access (guarded by state_mutex_; a page's entry is
+  // changed only under its stripe lock too, so that a transition sees it whole).
+  struct CopyState {
+    std::unique_ptr<std::byte[]> twin;  // the page before this interval's first write
+    std::vector<Diff> saved;    // this node's writes not yet sent (the page was invalidated)
+    std::vector<Diff> pending;  // updates that came while a transition held the page
+    bool stale = false;         // invalidated while a transition held the page
+  };
+  using Batches = std::map<int, std::vector<PageId>>;  // destination -> pages
+
+  // ---- faults and fetches (home_based_protocol.cc)
+  void OpenAtHome(PageId page, Access wanted);
+  void StartWriting(PageId page, bool at_home);
+  // Fetches pages (all busy, owned by the caller) from their homes, one request per home in
+  // parallel, and installs them readable; a page invalidated meanwhile is left without access.
+  void FetchAndInstall(const Batches& by_home);
+  // Ends a transition the caller owned: applies what came meanwhile (updates, or an
+  // invalidation), sets the access and wakes the waiters. Caller holds the stripe lock.
+  void EndTransition(PageId page, Access access);
+  void ApplyToCopy(PageId page, std::span<const std::uint8_t> diff);
+
+  // ---- release (release.cc)
+  struct Flushed {
+    std::vector<PageId> written;  // pages whose writes the release made visible
+  };
+  Flushed Flush();
+  // Sends one kDiffs or kUpdate per destination; returns the replies by destination.
+  using DiffBatches = std::map<int, std::vector<std::pair<PageId, Diff>>>;  // destination -> diffs
+  // Sends one kDiffs or kUpdate per destination and waits for every answer; returns the answers'
+  // bodies by destination.
+  std::map<int, std::string> SendDiffs(int type_offset, const DiffBatches& batches);
+  void SendInvalidations(const Batches& batches);
+
+  // ---- acquire and invalidation (acquire.cc)
+  // Takes away this node's access to pages (keeping its unsent writes as diffs); returns the
+  // pages it could read or write before.
+  std::vector<PageId> Invalidate(const std::vector<PageId>& pages);
+  // Fetches again, in one message per home, the pages an acquire invalidated that were in use.
+  void Refetch(const std::vector<PageId>& pages);
+
+  // ---- serving other nodes (serving.cc)
+  void ServeFetch(net::InboundMessage& message, const net::ReplyTo& to);
+  void ServeDiffs(net::InboundMessage& message, const net::ReplyTo& to);
+  void ServeUpdate(net::InboundMessage& message, const net::ReplyTo& to);
+
+  net::MessageType Type(int offset) const;
+  int HomeOf(PageId page);
+  void ProtectPages(const std::vector<PageId>& sorted_pages, Access access);
+
+  HomeBasedKind kind_;
+  int type_base_;
+  net::Node& node_;
+  PageMemory& memory_;
+  PageTable& table_;
+  Counters& counters_;
+  Settings settings_;
+  internal::HomeDirectory directory_;
+  WriteNoticeLog notices_;
+
+  std::mutex state_mutex_;
+  std::unordered_map<PageId, CopyState> states_;
+  std::vector<PageId> dirty_;  // written since the last flush (a twin taken, or a home write)
+  std::mutex flush_mutex_;     // one release of this node at a time
+};
+
+}  // namespace lmdx::consistency
+
+#endif  // LMDX_CONSISTENCY_HOME_BASED_HOME_BASED_PROTOCOL_H_

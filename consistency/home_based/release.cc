@@ -1,0 +1,219 @@
+// The release side of the home-based protocols: a release sends the node's writes so far.
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "base/clock.h"
+#include "base/error.h"
+#include "consistency/home_based/home_based.pb.h"
+#include "consistency/home_based/home_based_protocol.h"
+#include "consistency/home_based/internal/message_types.h"
+
+namespace lmdx::consistency {
+
+using internal::kDiffs;
+using internal::kInvalidate;
+using internal::kUpdate;
+
+namespace {
+
+// Awaits every request, even after one failed (the node refers to them until answered), and
+// throws the first failure.
+std::map<int, std::string> AwaitAll(
+    net::Node& node, std::map<int, std::unique_ptr<net::Node::PendingRequest>>& pending,
+    std::optional<Error> failure) {
+  std::map<int, std::string> replies;
+  for (auto& [dest, request] : pending) {
+    try {
+      replies[dest] = node.Await(*request).body;
+    } catch (const Error& error) {
+      if (!failure) failure = error;
+    }
+  }
+  if (failure) throw *failure;
+  return replies;
+}
+
+}  // namespace
+
+std::map<int, std::string> HomeBasedProtocol::SendDiffs(int type_offset,
+                                                        const DiffBatches& batches) {
+  std::map<int, std::unique_ptr<net::Node::PendingRequest>> pending;
+  std::optional<Error> failure;
+  for (const auto& [dest, diffs] : batches) {
+    wire::HbDiffs body;
+    auto payload = std::make_shared<std::vector<std::uint8_t>>();
+    for (const auto& [page, diff] : diffs) {
+      body.add_pages(page);
+      body.add_lengths(static_cast<std::uint32_t>(diff.size()));
+      payload->insert(payload->end(), diff.begin(), diff.end());
+    }
+    try {
+      pending[dest] = node_.StartRequest(dest, Type(type_offset), body.SerializeAsString(),
+                                         net::Payload{payload->data(), payload->size(), payload});
+    } catch (const Error& error) {
+      if (!failure) failure = error;
+    }
+  }
+  return AwaitAll(node_, pending, failure);
+}
+
+void HomeBasedProtocol::SendInvalidations(const Batches& batches) {
+  std::map<int, std::unique_ptr<net::Node::PendingRequest>> pending;
+  std::optional<Error> failure;
+  for (const auto& [dest, pages] : batches) {
+    wire::HbPages body;
+    for (PageId page : pages) body.add_pages(page);
+    try {
+      pending[dest] = node_.StartRequest(dest, Type(kInvalidate), body.SerializeAsString());
+    } catch (const Error& error) {
+      if (!failure) failure = error;
+    }
+    Counters::Add(counters_.invalidations_sent, pages.size());
+  }
+  AwaitAll(node_, pending, failure);
+}
+
+HomeBasedProtocol::Flushed HomeBasedProtocol::Flush() {
+  std::lock_guard one_release(flush_mutex_);
+  // Pages are held busy below; a fiber holding them must not park (see Obtain).
+  net::NoParkingScope holding_pages;
+  const std::size_t page_bytes = memory_.page_bytes();
+  const int self = node_.rank();
+
+  std::vector<PageId> dirty;
+  std::map<PageId, std::vector<Diff>> saved;
+  {
+    std::lock_guard state(state_mutex_);
+    dirty.swap(dirty_);
+    for (auto& [page, copy] : states_) {
+      if (!copy.saved.empty()) saved[page] = std::move(copy.saved);
+      copy.saved.clear();
+    }
+  }
+  std::sort(dirty.begin(), dirty.end());
+  dirty.erase(std::unique(dirty.begin(), dirty.end()), dirty.end());
+  std::map<PageId, int> home_of;
+  for (PageId page : dirty) home_of[page] = HomeOf(page);
+  for (const auto& entry : saved) home_of[entry.first] = HomeOf(entry.first);
+
+  // 1. Hold the written pages and take their write access, one protection change per run:
+  //    writes after this fault and wait, so the diffs below miss none.
+  std::vector<PageId> held;
+  for (PageId page : dirty) {
+    std::unique_lock lock(table_.StripeMutex(page));
+    while (table_.busy(page)) table_.StripeChanged(page).wait(lock);
+    // A page invalidated since its write kept that write in `saved`.
+    if (table_.access(page) != Access::kWrite) continue;
+    table_.set_busy(page, true);
+    table_.set_access(page, Access::kRead);
+    held.push_back(page);
+  }
+  ProtectPages(held, Access::kRead);
+
+  // 2. Diff them; the saved diffs of a page go before its new one.
+  DiffBatches to_homes;
+  DiffBatches home_diffs;  // update: the home's own diffs, by page's copy holders below
+  std::vector<PageId> written_at_home;
+  for (auto& [page, diffs] : saved) {
+    for (Diff& diff : diffs) to_homes[home_of[page]].emplace_back(page, std::move(diff));
+  }
+  {
+    std::lock_guard state(state_mutex_);
+    for (PageId page : held) {
+      int home = home_of[page];
+      auto found = states_.find(page);
+      Diff diff;
+      if (found != states_.end() && found->second.twin) {
+        AppendDiff(found->second.twin.get(), memory_.SystemView(page), page_bytes, diff);
+        found->second.twin.reset();
+        Counters::Add(counters_.diffs_made);
+        Counters::Add(counters_.diff_bytes, diff.size());
+      }
+      if (home == self) {
+        written_at_home.push_back(page);
+        if (!diff.empty()) home_diffs[-1].emplace_back(page, std::move(diff));
+      } else if (!diff.empty()) {
+        to_homes[home].emplace_back(page, std::move(diff));
+      }
+    }
+  }
+  for (PageId page : held) {
+    std::lock_guard lock(table_.StripeMutex(page));
+    EndTransition(page, Access::kRead);
+  }
+
+  Flushed flushed;
+  for (const auto& [home, diffs] : to_homes) {
+    for (const auto& entry : diffs) flushed.written.push_back(entry.first);
+  }
+  flushed.written.insert(flushed.written.end(), written_at_home.begin(), written_at_home.end());
+
+  // 3. The diffs to their homes, one message per home; every home has applied them when this
+  //    returns, so a node that later fetches a page from its home sees these writes.
+  std::map<int, std::string> answers = SendDiffs(kDiffs, to_homes);
+  if (kind_ == HomeBasedKind::kHlrc) return flushed;
+
+  // 4. rc and update: the other copies hear of the writes before the release completes.
+  Batches invalidations;
+  DiffBatches updates;
+  for (const auto& [home, body] : answers) {
+    wire::HbCopyHolders holders;
+    if (!holders.ParseFromString(body)) {
+      throw Error(LMDX_ERR_INTERNAL,
+                  "a malformed answer to diffs from rank " + std::to_string(home));
+    }
+    for (const auto& entry : holders.pages()) {
+      for (int node : entry.nodes()) {
+        if (node == self || node < 0 || node >= node_.size()) continue;
+        if (kind_ == HomeBasedKind::kRc) {
+          invalidations[node].push_back(entry.page());
+        } else {
+          for (const auto& [page, diff] : to_homes[home]) {
+            if (page == entry.page()) updates[node].emplace_back(page, diff);
+          }
+        }
+      }
+    }
+  }
+  for (PageId page : written_at_home) {
+    for (int node : directory_.OthersThan(page, self, kind_ == HomeBasedKind::kRc)) {
+      if (kind_ == HomeBasedKind::kRc) invalidations[node].push_back(page);
+    }
+  }
+  for (const auto& [unused, diffs] : home_diffs) {
+    for (const auto& [page, diff] : diffs) {
+      for (int node : directory_.OthersThan(page, self, false)) {
+        updates[node].emplace_back(page, diff);
+      }
+    }
+  }
+  if (kind_ == HomeBasedKind::kRc) {
+    for (auto& [node, pages] : invalidations) {
+      std::sort(pages.begin(), pages.end());
+      pages.erase(std::unique(pages.begin(), pages.end()), pages.end());
+    }
+    SendInvalidations(invalidations);
+  } else {
+    for (const auto& [node, diffs] : updates) Counters::Add(counters_.updates_sent, diffs.size());
+    SendDiffs(kUpdate, updates);
+  }
+  return flushed;
+}
+
+std::string HomeBasedProtocol::OnRelease(const sync::SyncObject&) {
+  std::uint64_t start = MonotonicNs();
+  Flushed flushed = Flush();
+  std::string payload;
+  if (kind_ == HomeBasedKind::kHlrc) {
+    std::sort(flushed.written.begin(), flushed.written.end());
+    flushed.written.erase(std::unique(flushed.written.begin(), flushed.written.end()),
+                          flushed.written.end());
+    if (!flushed.written.empty()) notices_.Close(flushed.written);
+    payload = notices_.Encode();
+  }
+  Counters::Add(counters_.release_ns, MonotonicNs() - start);
+  return payload;
+}
+
+}  // namespace lmdx::consistency

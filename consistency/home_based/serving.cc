@@ -1,0 +1,152 @@
+// The home-based protocols' message handlers. They run on the progress thread and never wait for
+// a page: what finds a page held by a transition is left for its holder (EndTransition).
+#include <cstring>
+#include <string>
+
+#include "base/error.h"
+#include "consistency/home_based/home_based.pb.h"
+#include "consistency/home_based/home_based_protocol.h"
+#include "consistency/home_based/internal/message_types.h"
+
+namespace lmdx::consistency {
+
+using internal::kDiffs;
+using internal::kFetch;
+using internal::kInvalidate;
+using internal::kUpdate;
+
+namespace {
+
+template <typename Message>
+Message Parse(const net::InboundMessage& message, const char* what) {
+  Message parsed;
+  if (!parsed.ParseFromString(message.body)) {
+    throw Error(LMDX_ERR_INTERNAL, std::string("a malformed ") + what + " from rank " +
+                                       std::to_string(message.header.source));
+  }
+  return parsed;
+}
+
+// Splits a kDiffs or kUpdate frame into its diffs; checks they fill the payload exactly.
+std::vector<std::pair<PageId, std::span<const std::uint8_t>>> DiffsOf(
+    const net::InboundMessage& message, std::uint64_t page_count) {
+  auto body = Parse<wire::HbDiffs>(message, "set of diffs");
+  if (body.pages_size() != body.lengths_size()) {
+    throw Error(LMDX_ERR_INTERNAL, "a set of diffs from rank " +
+                                       std::to_string(message.header.source) +
+                                       " names more pages than lengths");
+  }
+  std::vector<std::pair<PageId, std::span<const std::uint8_t>>> diffs;
+  std::uint64_t at = 0;
+  const std::uint64_t length = message.header.payload_length;
+  for (int i = 0; i < body.pages_size(); ++i) {
+    if (body.pages(i) >= page_count || body.lengths(i) > length - at) {
+      throw Error(LMDX_ERR_INTERNAL, "a set of diffs from rank " +
+                                         std::to_string(message.header.source) +
+                                         " reaches past its payload or the shared range");
+    }
+    diffs.emplace_back(body.pages(i),
+                       std::span<const std::uint8_t>(message.payload + at, body.lengths(i)));
+    at += body.lengths(i);
+  }
+  if (at != length) {
+    throw Error(LMDX_ERR_INTERNAL, "a set of diffs from rank " +
+                                       std::to_string(message.header.source) + " has " +
+                                       std::to_string(length - at) + " bytes to spare");
+  }
+  return diffs;
+}
+
+}  // namespace
+
+void HomeBasedProtocol::ServeFetch(net::InboundMessage& message, const net::ReplyTo& to) {
+  auto request = Parse<wire::HbPages>(message, "page fetch");
+  const std::size_t page_bytes = memory_.page_bytes();
+  auto contents = std::make_shared<std::vector<std::byte>>(request.pages_size() * page_bytes);
+  for (int i = 0; i < request.pages_size(); ++i) {
+    PageId page = request.pages(i);
+    if (page >= table_.page_count()) {
+      node_.ReplyError(to, LMDX_ERR_INTERNAL,
+                       "page " + std::to_string(page) + " is outside the range");
+      return;
+    }
+    std::lock_guard lock(table_.StripeMutex(page));
+    if (directory_.AddCopy(page, message.header.source) && !table_.busy(page) &&
+        table_.access(page) == Access::kWrite) {
+      // The home wrote this page freely while it was its alone; from now on its writes fault
+      // once per interval, so that its releases tell the new copy holder about them. What it
+      // wrote so far is in the copy sent below.
+      memory_.Protect(page, 1, Access::kRead);
+      table_.set_access(page, Access::kRead);
+      Counters::Add(counters_.downgrades);
+    }
+    std::memcpy(contents->data() + i * page_bytes, memory_.SystemView(page), page_bytes);
+  }
+  Counters::Add(counters_.directory_requests);
+  node_.Reply(to, {}, net::Payload{contents->data(), contents->size(), contents});
+}
+
+void HomeBasedProtocol::ServeDiffs(net::InboundMessage& message, const net::ReplyTo& to) {
+  const int writer = message.header.source;
+  wire::HbCopyHolders holders;
+  for (const auto& [page, diff] : DiffsOf(message, table_.page_count())) {
+    {
+      std::lock_guard lock(table_.StripeMutex(page));
+      std::lock_guard state(state_mutex_);
+      ApplyToCopy(page, diff);
+    }
+    if (kind_ == HomeBasedKind::kHlrc) continue;
+    std::vector<int> others = directory_.OthersThan(page, writer, kind_ == HomeBasedKind::kRc);
+    if (others.empty()) continue;
+    auto* entry = holders.add_pages();
+    entry->set_page(page);
+    for (int node : others) entry->add_nodes(node);
+  }
+  Counters::Add(counters_.directory_requests);
+  node_.Reply(to, holders.SerializeAsString());
+}
+
+void HomeBasedProtocol::ServeUpdate(net::InboundMessage& message, const net::ReplyTo& to) {
+  for (const auto& [page, diff] : DiffsOf(message, table_.page_count())) {
+    std::lock_guard lock(table_.StripeMutex(page));
+    std::lock_guard state(state_mutex_);
+    if (table_.busy(page)) {
+      states_[page].pending.emplace_back(diff.begin(), diff.end());
+    } else if (table_.access(page) != Access::kNone) {
+      ApplyToCopy(page, diff);
+    }
+  }
+  node_.Reply(to, {});
+}
+
+void HomeBasedProtocol::RegisterHandlers(net::Node& node) {
+  // The names are kept by pointer, so they are literals.
+  static constexpr const char* kNames[3][internal::kTypesPerProtocol] = {
+      {"update-fetch", "update-diffs", "update-invalidate", "update-update"},
+      {"rc-fetch", "rc-diffs", "rc-invalidate", "rc-update"},
+      {"hlrc-fetch", "hlrc-diffs", "hlrc-invalidate", "hlrc-update"}};
+  for (int offset = 0; offset < internal::kTypesPerProtocol; ++offset) {
+    net::SetMessageTypeName(Type(offset), kNames[static_cast<int>(kind_)][offset]);
+  }
+  node.Handle(Type(kFetch), [this](net::InboundMessage& message, const net::ReplyTo* to) {
+    if (to != nullptr) ServeFetch(message, *to);
+  });
+  node.Handle(Type(kDiffs), [this](net::InboundMessage& message, const net::ReplyTo* to) {
+    if (to != nullptr) ServeDiffs(message, *to);
+  });
+  node.Handle(Type(kInvalidate), [this](net::InboundMessage& message, const net::ReplyTo* to) {
+    if (to == nullptr) return;
+    auto request = Parse<wire::HbPages>(message, "invalidation");
+    std::vector<PageId> pages;
+    for (PageId page : request.pages()) {
+      if (page < table_.page_count()) pages.push_back(page);
+    }
+    Invalidate(pages);
+    node_.Reply(*to, {});
+  });
+  node.Handle(Type(kUpdate), [this](net::InboundMessage& message, const net::ReplyTo* to) {
+    if (to != nullptr) ServeUpdate(message, *to);
+  });
+}
+
+}  // namespace lmdx::consistency

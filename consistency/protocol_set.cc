@@ -1,0 +1,75 @@
+#include "consistency/protocol_set.h"
+
+#include "base/error.h"
+#include "consistency/home_based/internal/message_types.h"
+#include "consistency/sc_protocol.h"
+#include "consistency/write_notices.pb.h"
+
+namespace lmdx::consistency {
+namespace {
+
+// sc's types are kFirstDsm + [0, 4); each home-based protocol takes the next four after 10.
+int HomeBasedTypeBase(HomeBasedKind kind) {
+  return static_cast<int>(net::MessageType::kFirstDsm) + 10 +
+         static_cast<int>(kind) * internal::kTypesPerProtocol;
+}
+
+}  // namespace
+
+ProtocolSet::ProtocolSet(net::Node& node, PageMemory& memory, PageTable& table, Counters& counters,
+                         Settings settings) {
+  protocols_.push_back(std::make_unique<ScProtocol>(node, memory, table, counters));
+  for (HomeBasedKind kind : {HomeBasedKind::kUpdate, HomeBasedKind::kRc, HomeBasedKind::kHlrc}) {
+    protocols_.push_back(std::make_unique<HomeBasedProtocol>(
+        kind, HomeBasedTypeBase(kind), node, memory, table, counters, settings.home_based));
+  }
+}
+
+std::vector<std::string_view> ProtocolSet::Names() { return {"sc", "update", "rc", "hlrc"}; }
+
+Protocol* ProtocolSet::Find(std::string_view name) const {
+  for (const auto& protocol : protocols_) {
+    if (name == protocol->name()) return protocol.get();
+  }
+  return nullptr;
+}
+
+void ProtocolSet::RegisterHandlers(net::Node& node) {
+  for (const auto& protocol : protocols_) protocol->RegisterHandlers(node);
+}
+
+std::string ProtocolSet::OnRelease(const sync::SyncObject& object) {
+  wire::HookPayloads payloads;
+  for (const auto& protocol : protocols_) {
+    std::string data = protocol->OnRelease(object);
+    if (data.empty()) continue;
+    auto* entry = payloads.add_entries();
+    entry->set_protocol(protocol->name());
+    entry->set_data(std::move(data));
+  }
+  return payloads.SerializeAsString();
+}
+
+void ProtocolSet::OnAcquire(const sync::SyncObject& object, std::span<const std::string> payloads) {
+  std::vector<std::vector<std::string>> by_protocol(protocols_.size());
+  for (const std::string& payload : payloads) {
+    wire::HookPayloads parsed;
+    if (!parsed.ParseFromString(payload)) {
+      throw Error(LMDX_ERR_INTERNAL, std::string("a malformed consistency payload with ") +
+                                         sync::KindName(object.kind) + " \"" +
+                                         std::string(object.name) + "\"");
+    }
+    for (auto& entry : *parsed.mutable_entries()) {
+      for (std::size_t i = 0; i < protocols_.size(); ++i) {
+        if (entry.protocol() == protocols_[i]->name()) {
+          by_protocol[i].push_back(std::move(*entry.mutable_data()));
+        }
+      }
+    }
+  }
+  for (std::size_t i = 0; i < protocols_.size(); ++i) {
+    protocols_[i]->OnAcquire(object, by_protocol[i]);
+  }
+}
+
+}  // namespace lmdx::consistency

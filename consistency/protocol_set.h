@@ -1,0 +1,45 @@
+// Every consistency protocol of a node, one instance each, over one page table (a page belongs
+// to one region, so to one protocol, for its whole life) and one set of counters. The DSM asks it
+// for the protocol a region names; the sync layer calls it as the node's consistency hooks, and it
+// carries every protocol's payload in one, so that programs whose variables run under several
+// protocols synchronise them all.
+#ifndef LMDX_CONSISTENCY_PROTOCOL_SET_H_
+#define LMDX_CONSISTENCY_PROTOCOL_SET_H_
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "consistency/counters.h"
+#include "consistency/home_based/home_based_protocol.h"
+#include "consistency/page_table.h"
+#include "consistency/protocol.h"
+
+namespace lmdx::consistency {
+
+class ProtocolSet final : public sync::ConsistencyHooks {
+ public:
+  struct Settings {
+    HomeBasedProtocol::Settings home_based;
+  };
+  ProtocolSet(net::Node& node, PageMemory& memory, PageTable& table, Counters& counters,
+              Settings settings);
+
+  // The names a configuration may give, in the order docs/protocols.md describes them.
+  static std::vector<std::string_view> Names();
+  // The protocol called name, or nullptr when there is none ("lrc" has none yet).
+  Protocol* Find(std::string_view name) const;
+  void RegisterHandlers(net::Node& node);
+
+  std::string OnRelease(const sync::SyncObject& object) override;
+  void OnAcquire(const sync::SyncObject& object, std::span<const std::string> payloads) override;
+
+ private:
+  std::vector<std::unique_ptr<Protocol>> protocols_;
+};
+
+}  // namespace lmdx::consistency
+
+#endif  // LMDX_CONSISTENCY_PROTOCOL_SET_H_

@@ -1,0 +1,95 @@
+#include "consistency/write_notices.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+#include "consistency/write_notices.pb.h"
+
+namespace lmdx::consistency {
+namespace {
+
+wire::WriteNotices Parse(const std::string& payload) {
+  wire::WriteNotices notices;
+  if (!notices.ParseFromString(payload) || notices.pages_size() != notices.writers_size() ||
+      notices.pages_size() != notices.intervals_size()) {
+    throw Error(LMDX_ERR_INTERNAL,
+                "a malformed set of write notices (" + std::to_string(payload.size()) + " bytes)");
+  }
+  return notices;
+}
+
+}  // namespace
+
+std::uint64_t WriteNoticeLog::Close(std::span<const PageId> pages) {
+  std::lock_guard lock(mutex_);
+  std::uint64_t interval = next_interval_++;
+  for (PageId page : pages) log_[{page, rank_}] = interval;
+  return interval;
+}
+
+std::string WriteNoticeLog::Encode() const {
+  wire::WriteNotices notices;
+  notices.set_sender(rank_);
+  std::lock_guard lock(mutex_);
+  notices.mutable_pages()->Reserve(static_cast<int>(log_.size()));
+  for (const auto& [key, interval] : log_) {
+    notices.add_pages(key.first);
+    notices.add_writers(key.second);
+    notices.add_intervals(interval);
+  }
+  return notices.SerializeAsString();
+}
+
+WriteNoticeLog::Received WriteNoticeLog::Merge(std::span<const std::string> payloads) {
+  Received received;
+  std::lock_guard lock(mutex_);
+  for (const std::string& payload : payloads) {
+    if (payload.empty()) continue;  // a release before any protocol state (a semaphore's init)
+    wire::WriteNotices notices = Parse(payload);
+    if (notices.sender() < 0 || notices.sender() >= size_) {
+      throw Error(LMDX_ERR_INTERNAL, "write notices from rank " + std::to_string(notices.sender()) +
+                                         " of a job of " + std::to_string(size_));
+    }
+    received.senders.insert(notices.sender());
+    for (int i = 0; i < notices.pages_size(); ++i) {
+      int writer = notices.writers(i);
+      if (writer < 0 || writer >= size_) {
+        throw Error(LMDX_ERR_INTERNAL, "a write notice names rank " + std::to_string(writer));
+      }
+      Key key{notices.pages(i), writer};
+      std::uint64_t interval = notices.intervals(i);
+      std::uint64_t& logged = log_[key];
+      logged = std::max(logged, interval);
+      if (writer == rank_) continue;  // this node's own writes are in its own copy
+      std::uint64_t& seen = seen_[key];
+      if (interval <= seen) continue;
+      seen = interval;
+      ++received.notices;
+      received.pages.push_back(key.first);
+    }
+  }
+  std::sort(received.pages.begin(), received.pages.end());
+  received.pages.erase(std::unique(received.pages.begin(), received.pages.end()),
+                       received.pages.end());
+  return received;
+}
+
+void WriteNoticeLog::ForgetKnownEverywhere(std::span<const std::string> payloads) {
+  std::lock_guard lock(mutex_);
+  for (const std::string& payload : payloads) {
+    if (payload.empty()) continue;
+    wire::WriteNotices notices = Parse(payload);
+    for (int i = 0; i < notices.pages_size(); ++i) {
+      auto entry = log_.find({notices.pages(i), notices.writers(i)});
+      // A newer interval of the same page and writer, closed after this node's arrival, stays.
+      if (entry != log_.end() && entry->second <= notices.intervals(i)) log_.erase(entry);
+    }
+  }
+}
+
+std::size_t WriteNoticeLog::entries() const {
+  std::lock_guard lock(mutex_);
+  return log_.size();
+}
+
+}  // namespace lmdx::consistency

@@ -1,0 +1,71 @@
+// Write notices and intervals for the lazy protocols (blueprint section 6).
+//
+// A node's execution is cut into intervals at its releases; interval k of node w is numbered k.
+// A write notice (page, w, k) says that w wrote page in its interval k. An acquirer must drop its
+// copy of every page some interval it now follows wrote, unless it has already seen that notice.
+//
+// Rather than a list of intervals, the log keeps for each (page, writer) only the newest interval
+// in which that writer wrote the page: an acquirer that drops the page for the newest also covers
+// every older one, so the log grows with the pages written between two barriers, not with the
+// number of lock handoffs. Likewise an acquirer remembers per (page, writer) the newest interval
+// it has acted on, rather than one vector time, so a notice is never skipped because some other
+// path advanced a clock past it.
+//
+// Every node passes a barrier that every node takes part in only after receiving every node's
+// notices; such a barrier ends the log (the notices are known everywhere).
+#ifndef LMDX_CONSISTENCY_WRITE_NOTICES_H_
+#define LMDX_CONSISTENCY_WRITE_NOTICES_H_
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <set>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "consistency/protocol.h"
+
+namespace lmdx::consistency {
+
+class WriteNoticeLog {
+ public:
+  WriteNoticeLog(int rank, int size) : rank_(rank), size_(size) {}
+
+  // Starts a new interval of this node in which it wrote `pages`; returns its number. A release
+  // that wrote nothing opens no interval.
+  std::uint64_t Close(std::span<const PageId> pages);
+
+  // The payload of a release: every notice the log holds.
+  std::string Encode() const;
+
+  struct Received {
+    std::vector<PageId> pages;  // pages other nodes wrote that this node had not heard of
+    std::uint64_t notices = 0;  // notices that were news
+    std::set<int> senders;      // the nodes whose payloads these were
+  };
+  // Takes the payloads an acquire brought: learns their notices (so it passes them on at its own
+  // releases) and returns the pages to invalidate here. Throws lmdx::Error on a malformed payload.
+  Received Merge(std::span<const std::string> payloads);
+
+  // After a barrier whose payloads came from every node: the notices they carried are known
+  // everywhere, so they are dropped (the log then holds only later ones).
+  void ForgetKnownEverywhere(std::span<const std::string> payloads);
+
+  int size() const { return size_; }
+  std::size_t entries() const;
+
+ private:
+  using Key = std::pair<PageId, int>;  // page, writer
+  int rank_;
+  int size_;
+  mutable std::mutex mutex_;
+  std::uint64_t next_interval_ = 1;
+  std::map<Key, std::uint64_t> log_;   // newest interval known of each (page, writer)
+  std::map<Key, std::uint64_t> seen_;  // newest interval acted on here, for other writers
+};
+
+}  // namespace lmdx::consistency
+
+#endif  // LMDX_CONSISTENCY_WRITE_NOTICES_H_
