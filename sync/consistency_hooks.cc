@@ -19,6 +19,7 @@ const char* KindName(ObjectKind kind) {
     case ObjectKind::kLock: return "lock";
     case ObjectKind::kBarrier: return "barrier";
     case ObjectKind::kSemaphore: return "semaphore";
+    case ObjectKind::kThread: return "thread";
   }
   return "object";
 }

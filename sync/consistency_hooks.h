@@ -14,9 +14,11 @@
 
 namespace lmdx::sync {
 
-enum class ObjectKind { kLock, kBarrier, kSemaphore };
+// kThread: a thread's start (the starter releases, the new thread acquires) and its end (the
+// thread releases, its joiner acquires), when the two are on different nodes.
+enum class ObjectKind { kLock, kBarrier, kSemaphore, kThread };
 
-// "lock", "barrier", "semaphore".
+// "lock", "barrier", "semaphore", "thread".
 const char* KindName(ObjectKind kind);
 
 // The object an event belongs to. lmdx_barrier_all is the barrier named "lmdx_barrier_all".

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "base/error.h"
 #include "base/log.h"
+#include "sync/consistency_hooks.h"
 #include "sync/service.h"
 #include "threads/function_address.h"
 #include "threads/threads.pb.h"
@@ -106,7 +108,8 @@ void Service::RegisterHandlers() {
     wire::ThreadId reply;
     try {
       auto* fn = reinterpret_cast<ThreadFunction>(Locate({start.object(), start.offset()}));
-      reply.set_id(StartHere(fn, reinterpret_cast<void*>(start.argument()), start.detached()));
+      reply.set_id(StartHere(fn, reinterpret_cast<void*>(start.argument()), start.detached(),
+                             start.consistency()));
     } catch (const Error& error) {
       node_.ReplyError(*to, error.code(), error.what());
       return;
@@ -129,6 +132,7 @@ void Service::RegisterHandlers() {
     if (it->second.finished) {
       wire::Result result;
       result.set_value(it->second.result);
+      result.set_consistency(it->second.consistency);
       entries_.erase(it);
       node_.Reply(*to, result.SerializeAsString());
       return;
@@ -195,26 +199,43 @@ std::uint64_t Service::Start(ThreadFunction fn, void* argument, int node, bool d
   start.set_offset(where.offset);
   start.set_argument(reinterpret_cast<std::uintptr_t>(argument));
   start.set_detached(detached);
+  // A start is a release: the new thread sees what its starter wrote (docs/protocols.md).
+  start.set_consistency(
+      sync::CurrentConsistencyHooks()->OnRelease({sync::ObjectKind::kThread, "start"}));
   auto reply = node_.Request(node, kThreadStart, start.SerializeAsString());
   return Parse<wire::ThreadId>(reply.body, "thread id").id();
 }
 
-std::uint64_t Service::StartHere(ThreadFunction fn, void* argument, bool detached) {
+std::uint64_t Service::StartHere(ThreadFunction fn, void* argument, bool detached,
+                                 std::optional<std::string> start_payload) {
   std::lock_guard lock(mutex_);
   std::uint64_t id = (static_cast<std::uint64_t>(node_.rank()) << kNumberBits) | next_number_++;
   Entry& entry = entries_[id];
   entry.detached = detached;
-  entry.thread = scheduler_.Spawn([this, id, fn, argument] {
+  entry.thread = scheduler_.Spawn([this, id, fn, argument,
+                                   start_payload = std::move(start_payload)] {
     WaitUntilOpen();
     void* result = nullptr;
     try {
+      if (start_payload) {
+        sync::CurrentConsistencyHooks()->OnAcquire(
+            {sync::ObjectKind::kThread, "start"}, std::span<const std::string>(&*start_payload, 1));
+      }
       result = fn(argument);
     } catch (const ThreadExit& exit) {
       result = exit.result;
     }
     // A killed thread may have been stopped while it held locks; nobody else could free them.
     if (CallerKilled()) ReleaseLocks();
-    Finished(id, reinterpret_cast<std::uintptr_t>(result));
+    // Its end is a release, for a joiner on another node (threads of one node share its copy).
+    std::string released;
+    try {
+      released = sync::CurrentConsistencyHooks()->OnRelease({sync::ObjectKind::kThread, "end"});
+    } catch (const Error& error) {
+      DebugLine(std::string("threads: a thread's writes could not be released at its end: ") +
+                error.what());
+    }
+    Finished(id, reinterpret_cast<std::uintptr_t>(result), std::move(released));
   });
   ids_[entry.thread.get()] = id;
   return id;
@@ -236,7 +257,7 @@ void Service::WaitUntilOpen() {
   opened_.wait(lock, [this] { return open_.load(std::memory_order_acquire); });
 }
 
-void Service::Finished(std::uint64_t id, std::uint64_t result) {
+void Service::Finished(std::uint64_t id, std::uint64_t result, std::string consistency) {
   std::vector<net::ReplyTo> joiners;
   {
     std::lock_guard lock(mutex_);
@@ -245,11 +266,13 @@ void Service::Finished(std::uint64_t id, std::uint64_t result) {
     ids_.erase(it->second.thread.get());
     it->second.finished = true;
     it->second.result = result;
+    it->second.consistency = consistency;
     joiners.swap(it->second.remote_joiners);
     if (it->second.detached || !joiners.empty()) entries_.erase(it);
   }
   wire::Result reply;
   reply.set_value(result);
+  reply.set_consistency(std::move(consistency));
   for (const net::ReplyTo& to : joiners) node_.Reply(to, reply.SerializeAsString());
 }
 
@@ -272,7 +295,11 @@ void* Service::Join(std::uint64_t id) {
     }
     throw ThreadExit{kKilledResult};
   }
-  return reinterpret_cast<void*>(Parse<wire::Result>(reply->body, "thread result").value());
+  auto result = Parse<wire::Result>(reply->body, "thread result");
+  // A join is an acquire: the joiner sees what the thread wrote.
+  sync::CurrentConsistencyHooks()->OnAcquire(
+      {sync::ObjectKind::kThread, "end"}, std::span<const std::string>(&result.consistency(), 1));
+  return reinterpret_cast<void*>(result.value());
 }
 
 std::uint64_t Service::JoinHere(std::uint64_t id) {

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -71,15 +73,19 @@ class Service {
     bool joined = false;  // a join was claimed
     bool killed = false;
     std::uint64_t result = 0;
+    std::string consistency;  // what its end released, for a joiner on another node
     std::vector<net::ReplyTo> remote_joiners;
   };
 
-  std::uint64_t StartHere(ThreadFunction fn, void* argument, bool detached);
+  // start_payload: the consistency payload of a starter on another node, acquired by the new
+  // thread before it runs.
+  std::uint64_t StartHere(ThreadFunction fn, void* argument, bool detached,
+                          std::optional<std::string> start_payload = std::nullopt);
   void WaitUntilOpen();
   void ReleaseLocks();
   // Marks a thread of this node killed and wakes it; false when there is no such thread.
   bool KillHere(std::uint64_t id);
-  void Finished(std::uint64_t id, std::uint64_t result);
+  void Finished(std::uint64_t id, std::uint64_t result, std::string consistency);
   std::uint64_t JoinHere(std::uint64_t id);
   int ChooseNode();
 

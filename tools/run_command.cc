@@ -20,7 +20,8 @@ namespace fs = std::filesystem;
 CLI::App* AddRunCommand(CLI::App& app, RunOptions& options) {
   CLI::App* run = app.add_subcommand("run", "Run a sample or an LMDX program on N local nodes");
   run->footer(
-      "lmdx run NAME|PATH -n N [--tag-output] [--timeout SECONDS] [--config FILE] [-- ARGS...]\n"
+      "lmdx run NAME|PATH -n N [--protocol P] [--stats] [--tag-output] [--timeout SECONDS]\n"
+      "         [--config FILE] [-- ARGS...]\n"
       "NAME (no slash) is a sample, built as bazel-bin/samples/NAME/NAME; PATH is any "
       "executable.\nWhen a node dies the others are stopped and the launcher exits non-zero, "
       "naming the rank and the cause.\nThe configuration file (docs/configuration.md) is checked "
@@ -36,6 +37,12 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions& options) {
                 "rank 0 prints which network each pair of nodes uses, once all have joined");
   run->add_option("--timeout", options.timeout, "stop the job after this many seconds (exit 124)")
       ->type_name("SECONDS");
+  run->add_option("--protocol", options.protocol,
+                  "default consistency protocol of every node: sc, update, rc or hlrc "
+                  "(exported as LMDX_PROTOCOL; a dsm.region of the configuration still wins)")
+      ->type_name("P");
+  run->add_flag("--stats", options.stats,
+                "print every node's protocol statistics at the end (exported as LMDX_STATS=1)");
   run->add_option("--config", options.config,
                   "configuration file of every node (exported to them as LMDX_CONFIG)")
       ->type_name("FILE");
@@ -60,6 +67,18 @@ std::chrono::milliseconds ParseTimeout(const std::string& text) {
     throw UsageError("--timeout needs a positive number of seconds, not '" + text + "'");
   }
   return std::chrono::milliseconds(static_cast<long long>(std::ceil(seconds * 1000)));
+}
+
+void CheckProtocolName(const std::string& protocol) {
+  for (const char* known : {"sc", "update", "rc", "hlrc"}) {
+    if (protocol == known) return;
+  }
+  if (protocol == "lrc") {
+    throw UsageError(
+        "--protocol lrc: lazy release consistency is not in this LMDX yet; hlrc, its home-based "
+        "form, is (the protocols are sc, update, rc and hlrc)");
+  }
+  throw UsageError("--protocol needs one of sc, update, rc or hlrc, not '" + protocol + "'");
 }
 
 std::vector<std::string> AvailableSamples(const Paths& paths) {
@@ -137,6 +156,12 @@ int RunCommand(const RunOptions& options, const Paths& paths) {
   if (config_option.empty() && (from_environment == nullptr || *from_environment == '\0')) {
     config_option = SampleConfiguration(options.target, paths).string();
   }
+  if (!options.protocol.empty()) {
+    CheckProtocolName(options.protocol);
+    // Set here too, so that the check of the configuration below sees the same override.
+    ::setenv("LMDX_PROTOCOL", options.protocol.c_str(), 1);
+  }
+  if (options.stats) ::setenv("LMDX_STATS", "1", 1);
   // Before anything is started: a mistake in the configuration starts no node.
   std::string config_file = CheckConfiguration(config_option, spec.nodes);
   if (!options.timeout.empty()) spec.timeout = ParseTimeout(options.timeout);

@@ -19,6 +19,8 @@ struct RunOptions {
   std::string config;  // --config FILE; "" = LMDX_CONFIG's file, if that is set
   bool tag_output = false;
   bool show_transports = false;
+  std::string protocol;  // --protocol P: every node's default protocol (LMDX_PROTOCOL)
+  bool stats = false;    // --stats: the protocol statistics at the end (LMDX_STATS=1)
   std::vector<std::string> args;
 };
 
@@ -29,6 +31,8 @@ inline constexpr int kMaxNodes = 1024;
 int ParseNodeCount(const std::string& text);
 // Parses --timeout: seconds, a positive number (fractions allowed). Throws UsageError.
 std::chrono::milliseconds ParseTimeout(const std::string& text);
+// Checks --protocol: one of the protocols this LMDX has. Throws UsageError naming them.
+void CheckProtocolName(const std::string& protocol);
 
 // NAME without a slash is a sample: bin/samples/NAME/NAME. Anything with a slash is a path to an
 // executable. Throws UsageError naming what is wrong (and, for a sample, the ones there are).

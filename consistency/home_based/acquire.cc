@@ -28,6 +28,7 @@ std::vector<PageId> HomeBasedProtocol::Invalidate(const std::vector<PageId>& pag
   std::vector<PageId> sorted = taken;
   std::sort(sorted.begin(), sorted.end());
   ProtectPages(sorted, Access::kNone);
+  std::vector<PageId> in_use;
   for (std::size_t i = 0; i < taken.size(); ++i) {
     PageId page = taken[i];
     std::lock_guard lock(table_.StripeMutex(page));
@@ -46,8 +47,15 @@ std::vector<PageId> HomeBasedProtocol::Invalidate(const std::vector<PageId>& pag
     }
     Counters::Add(counters_.invalidations_received);
     EndTransition(page, Access::kNone);
+    std::lock_guard state(state_mutex_);
+    auto credit = refetch_credit_.find(page);
+    if (credit != refetch_credit_.end() && credit->second > 0) {
+      --credit->second;
+      in_use.push_back(page);
+    }
   }
-  return sorted;
+  std::sort(in_use.begin(), in_use.end());
+  return in_use;
 }
 
 void HomeBasedProtocol::Refetch(const std::vector<PageId>& pages) {
@@ -71,6 +79,7 @@ void HomeBasedProtocol::OnAcquire(const sync::SyncObject& object,
                                   std::span<const std::string> payloads) {
   if (kind_ != HomeBasedKind::kHlrc) return;  // rc and update act at the release
   std::uint64_t start = MonotonicNs();
+  std::unique_lock one_acquire(acquire_mutex_);
   WriteNoticeLog::Received received = notices_.Merge(payloads);
   Counters::Add(counters_.write_notices, received.notices);
   std::vector<PageId> to_drop;
@@ -85,6 +94,7 @@ void HomeBasedProtocol::OnAcquire(const sync::SyncObject& object,
       received.senders.size() == static_cast<std::size_t>(notices_.size())) {
     notices_.ForgetKnownEverywhere(payloads);
   }
+  one_acquire.unlock();
   if (settings_.refetch_at_acquire && !were_in_use.empty()) Refetch(were_in_use);
   Counters::Add(counters_.acquire_ns, MonotonicNs() - start);
 }

@@ -21,6 +21,7 @@ HomeBasedProtocol::HomeBasedProtocol(HomeBasedKind kind, int type_base, net::Nod
       table_(table),
       counters_(counters),
       settings_(settings),
+      directory_(node.rank()),
       notices_(node.rank(), node.size()) {}
 
 const char* HomeBasedProtocol::name() const {
@@ -74,6 +75,10 @@ void HomeBasedProtocol::Obtain(PageId page, Access wanted) {
       return;
     }
     table_.set_busy(page, true);
+    {
+      std::lock_guard state(state_mutex_);
+      refetch_credit_[page] = kRefetchCredit;
+    }
     lock.unlock();
     // A fiber must not park while it holds a page busy: a sibling fiber of the same worker that
     // faults on the page would block the worker the holder needs to resume.

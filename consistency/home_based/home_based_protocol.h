@@ -98,8 +98,8 @@ class HomeBasedProtocol final : public Protocol {
   void SendInvalidations(const Batches& batches);
 
   // ---- acquire and invalidation (acquire.cc)
-  // Takes away this node's access to pages (keeping its unsent writes as diffs); returns the
-  // pages it could read or write before.
+  // Takes away this node's access to pages (keeping its unsent writes as diffs); returns those
+  // that a fault brought here lately, which are worth fetching again at once.
   std::vector<PageId> Invalidate(const std::vector<PageId>& pages);
   // Fetches again, in one message per home, the pages an acquire invalidated that were in use.
   void Refetch(const std::vector<PageId>& pages);
@@ -127,6 +127,14 @@ class HomeBasedProtocol final : public Protocol {
   std::unordered_map<PageId, CopyState> states_;
   std::vector<PageId> dirty_;  // written since the last flush (a twin taken, or a home write)
   std::mutex flush_mutex_;     // one release of this node at a time
+  // One acquire of this node at a time: a thread whose acquire brings notices another thread of
+  // the node has just taken must not go on before that thread has dropped the pages they name.
+  std::mutex acquire_mutex_;
+  // Pages a fault brought, and how many more acquires may refetch them unasked: a page that was
+  // refetched is not known to be read again (a read of a readable page leaves no trace), so the
+  // refetching stops after a few rounds until a fault shows the page is in use once more.
+  std::unordered_map<PageId, std::uint8_t> refetch_credit_;  // guarded by state_mutex_
+  static constexpr std::uint8_t kRefetchCredit = 4;
 };
 
 }  // namespace lmdx::consistency

@@ -17,6 +17,8 @@ namespace lmdx::consistency::internal {
 
 class HomeDirectory {
  public:
+  explicit HomeDirectory(int home) : home_(home) {}
+
   // Records node's copy; true when the page had no entry before (it was the home's alone).
   bool AddCopy(PageId page, int node) {
     std::lock_guard lock(mutex_);
@@ -45,12 +47,18 @@ class HomeDirectory {
     if (forget) {
       bool writer_held = others.size() != entry->second.size();
       entry->second.clear();
-      if (writer_held) entry->second.push_back(writer);
+      if (writer_held) {
+        entry->second.push_back(writer);
+      } else if (writer == home_) {
+        // No copy is left: the page is the home's alone again, and its writes stop faulting.
+        copies_.erase(entry);
+      }
     }
     return others;
   }
 
  private:
+  int home_;
   mutable std::mutex mutex_;
   std::unordered_map<PageId, std::vector<int>> copies_;
 };
