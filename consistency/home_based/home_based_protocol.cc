@@ -22,7 +22,8 @@ HomeBasedProtocol::HomeBasedProtocol(HomeBasedKind kind, int type_base, net::Nod
       counters_(counters),
       settings_(settings),
       directory_(node.rank()),
-      notices_(node.rank(), node.size()) {}
+      notices_(node.rank(), node.size()),
+      updates_applied_(static_cast<std::size_t>(node.size()), 0) {}
 
 const char* HomeBasedProtocol::name() const {
   switch (kind_) {
@@ -71,7 +72,7 @@ void HomeBasedProtocol::Obtain(PageId page, Access wanted) {
     }
     if (now == Access::kRead) {
       Counters::Add(counters_.upgrades);
-      StartWriting(page, false);
+      StartWriting(page);
       return;
     }
     table_.set_busy(page, true);
@@ -101,15 +102,15 @@ void HomeBasedProtocol::OpenAtHome(PageId page, Access wanted) {
     table_.set_access(page, Access::kRead);
     return;
   }
-  StartWriting(page, true);
+  StartWriting(page);
 }
 
-void HomeBasedProtocol::StartWriting(PageId page, bool at_home) {
+void HomeBasedProtocol::StartWriting(PageId page) {
   {
     std::lock_guard state(state_mutex_);
-    // The home's copy is the master, so it needs no twin, except under update, where its
-    // release sends a diff of its own writes to the copies.
-    if (!at_home || kind_ == HomeBasedKind::kUpdate) {
+    // The home's copy is the master, but a shared page it writes gets a twin too: its release
+    // learns from the diff whether the page changed (and under update sends it to the copies).
+    {
       CopyState& copy = states_[page];
       if (!copy.twin) {
         copy.twin = std::make_unique<std::byte[]>(memory_.page_bytes());

@@ -24,6 +24,7 @@
 #ifndef LMDX_CONSISTENCY_HOME_BASED_HOME_BASED_PROTOCOL_H_
 #define LMDX_CONSISTENCY_HOME_BASED_HOME_BASED_PROTOCOL_H_
 
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -71,12 +72,14 @@ class HomeBasedProtocol final : public Protocol {
     std::vector<Diff> saved;    // this node's writes not yet sent (the page was invalidated)
     std::vector<Diff> pending;  // updates that came while a transition held the page
     bool stale = false;         // invalidated while a transition held the page
+    int quiet_releases = 0;     // releases since the kept-writable page last changed
   };
+  static constexpr int kQuietReleasesKept = 2;
   using Batches = std::map<int, std::vector<PageId>>;  // destination -> pages
 
   // ---- faults and fetches (home_based_protocol.cc)
   void OpenAtHome(PageId page, Access wanted);
-  void StartWriting(PageId page, bool at_home);
+  void StartWriting(PageId page);
   // Fetches pages (all busy, owned by the caller) from their homes, one request per home in
   // parallel, and installs them readable; a page invalidated meanwhile is left without access.
   void FetchAndInstall(const Batches& by_home);
@@ -92,9 +95,14 @@ class HomeBasedProtocol final : public Protocol {
   Flushed Flush();
   // Sends one kDiffs or kUpdate per destination; returns the replies by destination.
   using DiffBatches = std::map<int, std::vector<std::pair<PageId, Diff>>>;  // destination -> diffs
-  // Sends one kDiffs or kUpdate per destination and waits for every answer; returns the answers'
-  // bodies by destination.
+  // Sends one kDiffs per destination and waits for every answer; returns the answers' bodies by
+  // destination.
   std::map<int, std::string> SendDiffs(int type_offset, const DiffBatches& batches);
+  // update: sends one kUpdate per destination without waiting: the release's payload counts them
+  // and the acquirer waits for them, so no round trip reaches a node while it computes.
+  void SendUpdates(const DiffBatches& batches);
+  std::string EncodeUpdateCounts();
+  void AwaitUpdates(std::span<const std::string> payloads);
   void SendInvalidations(const Batches& batches);
 
   // ---- acquire and invalidation (acquire.cc)
@@ -107,7 +115,7 @@ class HomeBasedProtocol final : public Protocol {
   // ---- serving other nodes (serving.cc)
   void ServeFetch(net::InboundMessage& message, const net::ReplyTo& to);
   void ServeDiffs(net::InboundMessage& message, const net::ReplyTo& to);
-  void ServeUpdate(net::InboundMessage& message, const net::ReplyTo& to);
+  void ServeUpdate(net::InboundMessage& message);
 
   net::MessageType Type(int offset) const;
   int HomeOf(PageId page);
@@ -130,6 +138,12 @@ class HomeBasedProtocol final : public Protocol {
   // One acquire of this node at a time: a thread whose acquire brings notices another thread of
   // the node has just taken must not go on before that thread has dropped the pages they name.
   std::mutex acquire_mutex_;
+  // update: kUpdate frames sent, by (sender, destination), as far as this node knows, and those
+  // applied here, by sender.
+  std::mutex counts_mutex_;
+  std::condition_variable counts_changed_;
+  std::map<std::pair<int, int>, std::uint64_t> updates_known_;
+  std::vector<std::uint64_t> updates_applied_;
   // Pages a fault brought, and how many more acquires may refetch them unasked: a page that was
   // refetched is not known to be read again (a read of a readable page leaves no trace), so the
   // refetching stops after a few rounds until a fault shows the page is in use once more.

@@ -58,6 +58,35 @@ std::map<int, std::string> HomeBasedProtocol::SendDiffs(int type_offset,
   return AwaitAll(node_, pending, failure);
 }
 
+void HomeBasedProtocol::SendUpdates(const DiffBatches& batches) {
+  for (const auto& [dest, diffs] : batches) {
+    wire::HbDiffs body;
+    auto payload = std::make_shared<std::vector<std::uint8_t>>();
+    for (const auto& [page, diff] : diffs) {
+      body.add_pages(page);
+      body.add_lengths(static_cast<std::uint32_t>(diff.size()));
+      payload->insert(payload->end(), diff.begin(), diff.end());
+    }
+    // Frames to one node leave in order on the pair's one network, so it applies them in order.
+    node_.Send(dest, Type(kUpdate), body.SerializeAsString(),
+               net::Payload{payload->data(), payload->size(), payload});
+    Counters::Add(counters_.updates_sent, diffs.size());
+    std::lock_guard counts(counts_mutex_);
+    ++updates_known_[{node_.rank(), dest}];
+  }
+}
+
+std::string HomeBasedProtocol::EncodeUpdateCounts() {
+  wire::HbUpdateCounts counts;
+  std::lock_guard lock(counts_mutex_);
+  for (const auto& [key, count] : updates_known_) {
+    counts.add_senders(key.first);
+    counts.add_dests(key.second);
+    counts.add_counts(count);
+  }
+  return counts.SerializeAsString();
+}
+
 void HomeBasedProtocol::SendInvalidations(const Batches& batches) {
   std::map<int, std::unique_ptr<net::Node::PendingRequest>> pending;
   std::optional<Error> failure;
@@ -118,6 +147,12 @@ HomeBasedProtocol::Flushed HomeBasedProtocol::Flush() {
   for (auto& [page, diffs] : saved) {
     for (Diff& diff : diffs) to_homes[home_of[page]].emplace_back(page, std::move(diff));
   }
+  // A page written lately is likely written again soon (a boundary row of one of two grids that
+  // alternate, a counter): it keeps a fresh twin and gets its write access back below, so its
+  // next writes take no fault; each release diffs it anyway, and a page unchanged for a few
+  // releases goes back to faulting.
+  std::vector<PageId> kept_writable;
+  std::vector<PageId> read_only;
   {
     std::lock_guard state(state_mutex_);
     for (PageId page : held) {
@@ -126,21 +161,36 @@ HomeBasedProtocol::Flushed HomeBasedProtocol::Flush() {
       Diff diff;
       if (found != states_.end() && found->second.twin) {
         AppendDiff(found->second.twin.get(), memory_.SystemView(page), page_bytes, diff);
-        found->second.twin.reset();
         Counters::Add(counters_.diffs_made);
         Counters::Add(counters_.diff_bytes, diff.size());
+        if (!diff.empty()) {
+          std::memcpy(found->second.twin.get(), memory_.SystemView(page), page_bytes);
+          found->second.quiet_releases = 0;
+        } else if (++found->second.quiet_releases > kQuietReleasesKept) {
+          found->second.twin.reset();
+        }
       }
+      bool keep = found != states_.end() && found->second.twin;
+      (keep ? kept_writable : read_only).push_back(page);
       if (home == self) {
-        written_at_home.push_back(page);
-        if (!diff.empty()) home_diffs[-1].emplace_back(page, std::move(diff));
+        if (!diff.empty()) {
+          written_at_home.push_back(page);
+          if (kind_ == HomeBasedKind::kUpdate) home_diffs[-1].emplace_back(page, std::move(diff));
+        }
       } else if (!diff.empty()) {
         to_homes[home].emplace_back(page, std::move(diff));
       }
     }
+    dirty_.insert(dirty_.end(), kept_writable.begin(), kept_writable.end());
   }
-  for (PageId page : held) {
+  ProtectPages(kept_writable, Access::kWrite);
+  for (PageId page : read_only) {
     std::lock_guard lock(table_.StripeMutex(page));
     EndTransition(page, Access::kRead);
+  }
+  for (PageId page : kept_writable) {
+    std::lock_guard lock(table_.StripeMutex(page));
+    EndTransition(page, Access::kWrite);
   }
 
   Flushed flushed;
@@ -195,8 +245,7 @@ HomeBasedProtocol::Flushed HomeBasedProtocol::Flush() {
     }
     SendInvalidations(invalidations);
   } else {
-    for (const auto& [node, diffs] : updates) Counters::Add(counters_.updates_sent, diffs.size());
-    SendDiffs(kUpdate, updates);
+    SendUpdates(updates);
   }
   return flushed;
 }
@@ -211,6 +260,8 @@ std::string HomeBasedProtocol::OnRelease(const sync::SyncObject&) {
                           flushed.written.end());
     if (!flushed.written.empty()) notices_.Close(flushed.written);
     payload = notices_.Encode();
+  } else if (kind_ == HomeBasedKind::kUpdate) {
+    payload = EncodeUpdateCounts();
   }
   Counters::Add(counters_.release_ns, MonotonicNs() - start);
   return payload;

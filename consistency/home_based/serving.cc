@@ -79,6 +79,10 @@ void HomeBasedProtocol::ServeFetch(net::InboundMessage& message, const net::Repl
       memory_.Protect(page, 1, Access::kRead);
       table_.set_access(page, Access::kRead);
       Counters::Add(counters_.downgrades);
+      // No other node held the page, so nobody needs to hear of what the home wrote before.
+      std::lock_guard state(state_mutex_);
+      auto found = states_.find(page);
+      if (found != states_.end()) found->second.twin.reset();
     }
     std::memcpy(contents->data() + i * page_bytes, memory_.SystemView(page), page_bytes);
   }
@@ -106,7 +110,7 @@ void HomeBasedProtocol::ServeDiffs(net::InboundMessage& message, const net::Repl
   node_.Reply(to, holders.SerializeAsString());
 }
 
-void HomeBasedProtocol::ServeUpdate(net::InboundMessage& message, const net::ReplyTo& to) {
+void HomeBasedProtocol::ServeUpdate(net::InboundMessage& message) {
   for (const auto& [page, diff] : DiffsOf(message, table_.page_count())) {
     std::lock_guard lock(table_.StripeMutex(page));
     std::lock_guard state(state_mutex_);
@@ -116,7 +120,11 @@ void HomeBasedProtocol::ServeUpdate(net::InboundMessage& message, const net::Rep
       ApplyToCopy(page, diff);
     }
   }
-  node_.Reply(to, {});
+  {
+    std::lock_guard counts(counts_mutex_);
+    ++updates_applied_[static_cast<std::size_t>(message.header.source)];
+  }
+  counts_changed_.notify_all();
 }
 
 void HomeBasedProtocol::RegisterHandlers(net::Node& node) {
@@ -144,9 +152,8 @@ void HomeBasedProtocol::RegisterHandlers(net::Node& node) {
     Invalidate(pages);
     node_.Reply(*to, {});
   });
-  node.Handle(Type(kUpdate), [this](net::InboundMessage& message, const net::ReplyTo* to) {
-    if (to != nullptr) ServeUpdate(message, *to);
-  });
+  node.Handle(Type(kUpdate),
+              [this](net::InboundMessage& message, const net::ReplyTo*) { ServeUpdate(message); });
 }
 
 }  // namespace lmdx::consistency
