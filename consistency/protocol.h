@@ -11,6 +11,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <span>
+#include <string>
 
 #include "consistency/counters.h"
 #include "net/node.h"
@@ -72,6 +75,14 @@ class Protocol : public sync::ConsistencyHooks {
   // here: open them for writing on this node at once, so that the home fills its own new data
   // without a fault. Pages that are not all of that are left alone.
   virtual void OpenFreshPages(PageId first, std::uint64_t count) = 0;
+  // Combines payloads this protocol's releases made (a barrier's arrivals) into one that an
+  // acquirer may take instead of all of them; nullopt when the protocol cannot. Must not block.
+  virtual std::optional<std::string> MergePayloads(std::span<const std::string> payloads) {
+    for (const std::string& payload : payloads) {
+      if (!payload.empty()) return std::nullopt;
+    }
+    return std::string();
+  }
 };
 
 }  // namespace lmdx::consistency

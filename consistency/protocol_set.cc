@@ -50,14 +50,13 @@ std::string ProtocolSet::OnRelease(const sync::SyncObject& object) {
   return payloads.SerializeAsString();
 }
 
-void ProtocolSet::OnAcquire(const sync::SyncObject& object, std::span<const std::string> payloads) {
+std::vector<std::vector<std::string>> ProtocolSet::Split(std::span<const std::string> payloads,
+                                                         const std::string& where) const {
   std::vector<std::vector<std::string>> by_protocol(protocols_.size());
   for (const std::string& payload : payloads) {
     wire::HookPayloads parsed;
     if (!parsed.ParseFromString(payload)) {
-      throw Error(LMDX_ERR_INTERNAL, std::string("a malformed consistency payload with ") +
-                                         sync::KindName(object.kind) + " \"" +
-                                         std::string(object.name) + "\"");
+      throw Error(LMDX_ERR_INTERNAL, "a malformed consistency payload with " + where);
     }
     for (auto& entry : *parsed.mutable_entries()) {
       for (std::size_t i = 0; i < protocols_.size(); ++i) {
@@ -67,9 +66,30 @@ void ProtocolSet::OnAcquire(const sync::SyncObject& object, std::span<const std:
       }
     }
   }
+  return by_protocol;
+}
+
+void ProtocolSet::OnAcquire(const sync::SyncObject& object, std::span<const std::string> payloads) {
+  auto by_protocol = Split(
+      payloads, std::string(sync::KindName(object.kind)) + " \"" + std::string(object.name) + "\"");
   for (std::size_t i = 0; i < protocols_.size(); ++i) {
     protocols_[i]->OnAcquire(object, by_protocol[i]);
   }
+}
+
+std::optional<std::string> ProtocolSet::Merge(std::span<const std::string> payloads) {
+  auto by_protocol = Split(payloads, "a barrier's arrivals");
+  wire::HookPayloads merged;
+  for (std::size_t i = 0; i < protocols_.size(); ++i) {
+    if (by_protocol[i].empty()) continue;
+    std::optional<std::string> one = protocols_[i]->MergePayloads(by_protocol[i]);
+    if (!one) return std::nullopt;
+    if (one->empty()) continue;
+    auto* entry = merged.add_entries();
+    entry->set_protocol(protocols_[i]->name());
+    entry->set_data(std::move(*one));
+  }
+  return merged.SerializeAsString();
 }
 
 }  // namespace lmdx::consistency

@@ -35,8 +35,12 @@ class ProtocolSet final : public sync::ConsistencyHooks {
 
   std::string OnRelease(const sync::SyncObject& object) override;
   void OnAcquire(const sync::SyncObject& object, std::span<const std::string> payloads) override;
+  std::optional<std::string> Merge(std::span<const std::string> payloads) override;
 
  private:
+  // Each payload's entries, by protocol (in protocols_' order).
+  std::vector<std::vector<std::string>> Split(std::span<const std::string> payloads,
+                                              const std::string& where) const;
   std::vector<std::unique_ptr<Protocol>> protocols_;
 };
 

@@ -46,11 +46,17 @@ WriteNoticeLog::Received WriteNoticeLog::Merge(std::span<const std::string> payl
   for (const std::string& payload : payloads) {
     if (payload.empty()) continue;  // a release before any protocol state (a semaphore's init)
     wire::WriteNotices notices = Parse(payload);
-    if (notices.sender() < 0 || notices.sender() >= size_) {
+    if (notices.has_sender() && (notices.sender() < 0 || notices.sender() >= size_)) {
       throw Error(LMDX_ERR_INTERNAL, "write notices from rank " + std::to_string(notices.sender()) +
                                          " of a job of " + std::to_string(size_));
     }
-    received.senders.insert(notices.sender());
+    if (notices.has_sender()) received.senders.insert(notices.sender());
+    for (int sender : notices.merged_senders()) {
+      if (sender < 0 || sender >= size_) {
+        throw Error(LMDX_ERR_INTERNAL, "write notices merged from rank " + std::to_string(sender));
+      }
+      received.senders.insert(sender);
+    }
     for (int i = 0; i < notices.pages_size(); ++i) {
       int writer = notices.writers(i);
       if (writer < 0 || writer >= size_) {
@@ -85,6 +91,34 @@ void WriteNoticeLog::ForgetKnownEverywhere(std::span<const std::string> payloads
       if (entry != log_.end() && entry->second <= notices.intervals(i)) log_.erase(entry);
     }
   }
+}
+
+std::string WriteNoticeLog::MergeEncoded(std::span<const std::string> payloads, int size) {
+  std::map<Key, std::uint64_t> merged;
+  std::set<int> senders;
+  for (const std::string& payload : payloads) {
+    if (payload.empty()) continue;
+    wire::WriteNotices notices = Parse(payload);
+    if (notices.has_sender()) senders.insert(notices.sender());
+    senders.insert(notices.merged_senders().begin(), notices.merged_senders().end());
+    for (int i = 0; i < notices.pages_size(); ++i) {
+      std::uint64_t& interval = merged[{notices.pages(i), notices.writers(i)}];
+      interval = std::max(interval, notices.intervals(i));
+    }
+  }
+  wire::WriteNotices out;
+  for (int sender : senders) {
+    if (sender < 0 || sender >= size) {
+      throw Error(LMDX_ERR_INTERNAL, "write notices from rank " + std::to_string(sender));
+    }
+    out.add_merged_senders(sender);
+  }
+  for (const auto& [key, interval] : merged) {
+    out.add_pages(key.first);
+    out.add_writers(key.second);
+    out.add_intervals(interval);
+  }
+  return out.SerializeAsString();
 }
 
 std::size_t WriteNoticeLog::entries() const {

@@ -53,6 +53,10 @@ class WriteNoticeLog {
   // everywhere, so they are dropped (the log then holds only later ones).
   void ForgetKnownEverywhere(std::span<const std::string> payloads);
 
+  // One payload that carries every notice of `payloads` (the newest interval of each page and
+  // writer) and names all their senders: a barrier's departure then carries one.
+  static std::string MergeEncoded(std::span<const std::string> payloads, int size);
+
   int size() const { return size_; }
   std::size_t entries() const;
 

@@ -8,6 +8,7 @@
 #define LMDX_SYNC_CONSISTENCY_HOOKS_H_
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -35,8 +36,17 @@ class ConsistencyHooks {
   // Acquire side, on the acquiring thread before the call returns: what the releases this acquire
   // synchronises with attached. A lock grant and a semaphore P bring one payload (the releaser's;
   // a semaphore unit that came from lmdx_sema_init brings none); a barrier departure brings one
-  // per arrival of the round, in the order the manager counted them.
+  // per arrival of the round, in the order the manager counted them, or one that Merge made of
+  // them.
   virtual void OnAcquire(const SyncObject& object, std::span<const std::string> payloads) = 0;
+  // At a barrier's manager (and at every node of lmdx_barrier_all's tree): one payload that tells
+  // a departing node all that the arrivals' payloads would, so that a departure carries one
+  // payload instead of one per arrival. nullopt keeps them apart. Runs on the progress thread
+  // under the sync layer's lock: it must not block.
+  virtual std::optional<std::string> Merge(std::span<const std::string> payloads) {
+    (void)payloads;
+    return std::nullopt;
+  }
 };
 
 // Sends nothing and ignores what arrives.

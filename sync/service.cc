@@ -632,6 +632,7 @@ void Service::BarrierArriveLocked(int source, const wire::SyncMessage& message, 
   managed.waiting[source].push_back(message.waiter());
   for (const auto& payload : message.payloads()) managed.payloads.push_back(payload);
   if (managed.arrived < managed.count) return;
+  MergePayloads(managed.payloads);
   // The last arrival: one departure per node, naming its waiting threads.
   for (const auto& [node, ids] : managed.waiting) {
     wire::SyncMessage depart;
@@ -645,6 +646,21 @@ void Service::BarrierArriveLocked(int source, const wire::SyncMessage& message, 
   managed.arrived = 0;
   managed.waiting.clear();
   managed.payloads.clear();
+}
+
+// The consistency protocols combine a barrier's payloads where they can, so a departure carries
+// one payload, not one per arrival (N nodes would otherwise each receive N).
+void Service::MergePayloads(std::vector<std::string>& payloads) {
+  if (payloads.size() < 2) return;
+  std::optional<std::string> merged;
+  try {
+    merged = CurrentConsistencyHooks()->Merge(payloads);
+  } catch (const std::exception& error) {
+    LogLine(std::string("sync: barrier payloads kept apart: ") + error.what());
+  }
+  if (!merged) return;
+  payloads.clear();
+  payloads.push_back(std::move(*merged));
 }
 
 // lmdx_barrier_all: a combining tree of arity kTreeArity over the ranks (rank 0 is the root,
@@ -684,6 +700,7 @@ void Service::AllTryAdvanceLocked(std::uint64_t epoch, Actions& actions) {
   std::vector<std::string> payloads = std::move(arrivals.payloads);
   all_arrivals_.erase(epoch);
   payloads.push_back(std::move(all_own_payload_));
+  MergePayloads(payloads);
   all_waiter_->round = 1;  // this node's arrival has gone up
   if (rank() == 0) {
     AllDepartLocked(epoch, std::move(payloads), actions);

@@ -110,6 +110,7 @@ class Service {
   void FailLockWaitersLocked(Object& lock, lmdx_error code, const std::string& text,
                              Actions& actions);
   void BarrierArriveLocked(int source, const wire::SyncMessage& message, Actions& actions);
+  void MergePayloads(std::vector<std::string>& payloads);
   void AllTryAdvanceLocked(std::uint64_t epoch, Actions& actions);
   void AllDepartLocked(std::uint64_t epoch, std::vector<std::string> payloads, Actions& actions);
   void Run(Actions& actions);

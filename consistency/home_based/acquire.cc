@@ -77,45 +77,14 @@ void HomeBasedProtocol::Refetch(const std::vector<PageId>& pages) {
   FetchAndInstall(by_home);
 }
 
-void HomeBasedProtocol::AwaitUpdates(std::span<const std::string> payloads) {
-  std::uint64_t start = MonotonicNs();
-  const int self = node_.rank();
-  std::unique_lock lock(counts_mutex_);
-  for (const std::string& payload : payloads) {
-    wire::HbUpdateCounts counts;
-    if (!counts.ParseFromString(payload) || counts.senders_size() != counts.dests_size() ||
-        counts.senders_size() != counts.counts_size()) {
-      throw Error(LMDX_ERR_INTERNAL, "a malformed set of update counts");
-    }
-    for (int i = 0; i < counts.senders_size(); ++i) {
-      int sender = counts.senders(i);
-      if (sender < 0 || sender >= node_.size() || counts.dests(i) < 0 ||
-          counts.dests(i) >= node_.size()) {
-        throw Error(LMDX_ERR_INTERNAL, "update counts name rank " + std::to_string(sender));
-      }
-      std::uint64_t& known = updates_known_[{sender, counts.dests(i)}];
-      known = std::max(known, counts.counts(i));
-    }
-  }
-  // The updates the releases before this acquire sent here must be applied before it returns.
-  // A sender that dies ends the job (or fails this node's calls); the wait looks up now and then.
-  for (const auto& [key, count] : updates_known_) {
-    if (key.second != self || key.first == self) continue;
-    while (updates_applied_[static_cast<std::size_t>(key.first)] < count) {
-      if (node_.ending()) return;
-      counts_changed_.wait_for(lock, std::chrono::milliseconds(100));
-    }
-  }
-  Counters::Add(counters_.acquire_ns, MonotonicNs() - start);
+std::optional<std::string> HomeBasedProtocol::MergePayloads(std::span<const std::string> payloads) {
+  if (kind_ == HomeBasedKind::kHlrc) return WriteNoticeLog::MergeEncoded(payloads, node_.size());
+  return Protocol::MergePayloads(payloads);
 }
 
 void HomeBasedProtocol::OnAcquire(const sync::SyncObject& object,
                                   std::span<const std::string> payloads) {
-  if (kind_ == HomeBasedKind::kUpdate) {
-    AwaitUpdates(payloads);
-    return;
-  }
-  if (kind_ != HomeBasedKind::kHlrc) return;  // rc acts at the release
+  if (kind_ != HomeBasedKind::kHlrc) return;  // rc and update act at the release
   std::uint64_t start = MonotonicNs();
   std::unique_lock one_acquire(acquire_mutex_);
   WriteNoticeLog::Received received = notices_.Merge(payloads);

@@ -22,8 +22,7 @@ HomeBasedProtocol::HomeBasedProtocol(HomeBasedKind kind, int type_base, net::Nod
       counters_(counters),
       settings_(settings),
       directory_(node.rank()),
-      notices_(node.rank(), node.size()),
-      updates_applied_(static_cast<std::size_t>(node.size()), 0) {}
+      notices_(node.rank(), node.size()) {}
 
 const char* HomeBasedProtocol::name() const {
   switch (kind_) {

@@ -63,6 +63,7 @@ class HomeBasedProtocol final : public Protocol {
   void OpenFreshPages(PageId first, std::uint64_t count) override;
   std::string OnRelease(const sync::SyncObject& object) override;
   void OnAcquire(const sync::SyncObject& object, std::span<const std::string> payloads) override;
+  std::optional<std::string> MergePayloads(std::span<const std::string> payloads) override;
 
  private:
   // This node's state of a page beyond its access (guarded by state_mutex_; a page's entry is
@@ -95,14 +96,9 @@ class HomeBasedProtocol final : public Protocol {
   Flushed Flush();
   // Sends one kDiffs or kUpdate per destination; returns the replies by destination.
   using DiffBatches = std::map<int, std::vector<std::pair<PageId, Diff>>>;  // destination -> diffs
-  // Sends one kDiffs per destination and waits for every answer; returns the answers' bodies by
-  // destination.
+  // Sends one kDiffs or kUpdate per destination and waits for every answer; returns the answers'
+  // bodies by destination.
   std::map<int, std::string> SendDiffs(int type_offset, const DiffBatches& batches);
-  // update: sends one kUpdate per destination without waiting: the release's payload counts them
-  // and the acquirer waits for them, so no round trip reaches a node while it computes.
-  void SendUpdates(const DiffBatches& batches);
-  std::string EncodeUpdateCounts();
-  void AwaitUpdates(std::span<const std::string> payloads);
   void SendInvalidations(const Batches& batches);
 
   // ---- acquire and invalidation (acquire.cc)
@@ -115,7 +111,7 @@ class HomeBasedProtocol final : public Protocol {
   // ---- serving other nodes (serving.cc)
   void ServeFetch(net::InboundMessage& message, const net::ReplyTo& to);
   void ServeDiffs(net::InboundMessage& message, const net::ReplyTo& to);
-  void ServeUpdate(net::InboundMessage& message);
+  void ServeUpdate(net::InboundMessage& message, const net::ReplyTo& to);
 
   net::MessageType Type(int offset) const;
   int HomeOf(PageId page);
@@ -138,12 +134,6 @@ class HomeBasedProtocol final : public Protocol {
   // One acquire of this node at a time: a thread whose acquire brings notices another thread of
   // the node has just taken must not go on before that thread has dropped the pages they name.
   std::mutex acquire_mutex_;
-  // update: kUpdate frames sent, by (sender, destination), as far as this node knows, and those
-  // applied here, by sender.
-  std::mutex counts_mutex_;
-  std::condition_variable counts_changed_;
-  std::map<std::pair<int, int>, std::uint64_t> updates_known_;
-  std::vector<std::uint64_t> updates_applied_;
   // Pages a fault brought, and how many more acquires may refetch them unasked: a page that was
   // refetched is not known to be read again (a read of a readable page leaves no trace), so the
   // refetching stops after a few rounds until a fault shows the page is in use once more.

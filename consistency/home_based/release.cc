@@ -58,35 +58,6 @@ std::map<int, std::string> HomeBasedProtocol::SendDiffs(int type_offset,
   return AwaitAll(node_, pending, failure);
 }
 
-void HomeBasedProtocol::SendUpdates(const DiffBatches& batches) {
-  for (const auto& [dest, diffs] : batches) {
-    wire::HbDiffs body;
-    auto payload = std::make_shared<std::vector<std::uint8_t>>();
-    for (const auto& [page, diff] : diffs) {
-      body.add_pages(page);
-      body.add_lengths(static_cast<std::uint32_t>(diff.size()));
-      payload->insert(payload->end(), diff.begin(), diff.end());
-    }
-    // Frames to one node leave in order on the pair's one network, so it applies them in order.
-    node_.Send(dest, Type(kUpdate), body.SerializeAsString(),
-               net::Payload{payload->data(), payload->size(), payload});
-    Counters::Add(counters_.updates_sent, diffs.size());
-    std::lock_guard counts(counts_mutex_);
-    ++updates_known_[{node_.rank(), dest}];
-  }
-}
-
-std::string HomeBasedProtocol::EncodeUpdateCounts() {
-  wire::HbUpdateCounts counts;
-  std::lock_guard lock(counts_mutex_);
-  for (const auto& [key, count] : updates_known_) {
-    counts.add_senders(key.first);
-    counts.add_dests(key.second);
-    counts.add_counts(count);
-  }
-  return counts.SerializeAsString();
-}
-
 void HomeBasedProtocol::SendInvalidations(const Batches& batches) {
   std::map<int, std::unique_ptr<net::Node::PendingRequest>> pending;
   std::optional<Error> failure;
@@ -245,7 +216,10 @@ HomeBasedProtocol::Flushed HomeBasedProtocol::Flush() {
     }
     SendInvalidations(invalidations);
   } else {
-    SendUpdates(updates);
+    // Every copy holder has applied the diffs before the release completes: updates of one page
+    // from different writers then reach each holder in the order of the releases.
+    for (const auto& [node, diffs] : updates) Counters::Add(counters_.updates_sent, diffs.size());
+    SendDiffs(kUpdate, updates);
   }
   return flushed;
 }
@@ -260,8 +234,6 @@ std::string HomeBasedProtocol::OnRelease(const sync::SyncObject&) {
                           flushed.written.end());
     if (!flushed.written.empty()) notices_.Close(flushed.written);
     payload = notices_.Encode();
-  } else if (kind_ == HomeBasedKind::kUpdate) {
-    payload = EncodeUpdateCounts();
   }
   Counters::Add(counters_.release_ns, MonotonicNs() - start);
   return payload;

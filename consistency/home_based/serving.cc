@@ -110,7 +110,7 @@ void HomeBasedProtocol::ServeDiffs(net::InboundMessage& message, const net::Repl
   node_.Reply(to, holders.SerializeAsString());
 }
 
-void HomeBasedProtocol::ServeUpdate(net::InboundMessage& message) {
+void HomeBasedProtocol::ServeUpdate(net::InboundMessage& message, const net::ReplyTo& to) {
   for (const auto& [page, diff] : DiffsOf(message, table_.page_count())) {
     std::lock_guard lock(table_.StripeMutex(page));
     std::lock_guard state(state_mutex_);
@@ -120,11 +120,7 @@ void HomeBasedProtocol::ServeUpdate(net::InboundMessage& message) {
       ApplyToCopy(page, diff);
     }
   }
-  {
-    std::lock_guard counts(counts_mutex_);
-    ++updates_applied_[static_cast<std::size_t>(message.header.source)];
-  }
-  counts_changed_.notify_all();
+  node_.Reply(to, {});
 }
 
 void HomeBasedProtocol::RegisterHandlers(net::Node& node) {
@@ -152,8 +148,9 @@ void HomeBasedProtocol::RegisterHandlers(net::Node& node) {
     Invalidate(pages);
     node_.Reply(*to, {});
   });
-  node.Handle(Type(kUpdate),
-              [this](net::InboundMessage& message, const net::ReplyTo*) { ServeUpdate(message); });
+  node.Handle(Type(kUpdate), [this](net::InboundMessage& message, const net::ReplyTo* to) {
+    if (to != nullptr) ServeUpdate(message, *to);
+  });
 }
 
 }  // namespace lmdx::consistency
