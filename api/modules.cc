@@ -183,8 +183,9 @@ dsm::RegionPolicy RegionPolicyFor(const config::Settings& settings, std::string_
                                   const dsm::Creator& creator) {
   config::Protocol creator_protocol = ProtocolNamed(creator.protocol);
   config::VariableSettings chosen = settings.ForVariable(name, creator_protocol);
-  dsm::RegionPolicy policy{ToHomePolicy(chosen.home),
-                           std::string(config::ProtocolName(chosen.protocol)), ""};
+  dsm::RegionPolicy policy;
+  policy.home = ToHomePolicy(chosen.home);
+  policy.protocol = std::string(config::ProtocolName(chosen.protocol));
   const config::RegionSettings* region = settings.RegionFor(name);
   if (region != nullptr && region->protocol_given) {
     policy.chosen_by = "set by dsm.region " + Quoted(region->name);

@@ -31,6 +31,7 @@ struct Counters {
   Counter write_notices{0};       // write notices received that named a page news to this node
   Counter updates_sent{0};        // diffs sent to copy holders (update)
   Counter pages_refetched{0};     // invalidated pages fetched again at the acquire
+  Counter pages_prefetched{0};    // pages of a faulting page's coherence unit brought with it
   Counter protection_changes{0};  // mprotect calls (each over a run of pages)
   Counter release_ns{0};          // time in the protocol at releases
   Counter acquire_ns{0};          // time in the protocol at acquires

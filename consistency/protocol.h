@@ -35,6 +35,10 @@ struct Placement {
   // First-touch pages have no copy until a node touches one: that node becomes their owner and
   // gets a zero page with no transfer. Other pages start as zeros held by their home.
   bool first_touch = false;
+  // The page's coherence unit, [unit_first, unit_first + unit_pages): a read fault may bring
+  // every page of it that has the same home.
+  PageId unit_first = 0;
+  std::uint32_t unit_pages = 1;
 };
 
 // The DSM's memory, as protocols see it.

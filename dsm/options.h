@@ -21,6 +21,9 @@ const char* HomePolicyName(HomePolicy policy);
 struct RegionPolicy {
   HomePolicy home = HomePolicy::kBlock;
   std::string protocol = "sc";
+  // The coherence unit: a fault brings the pages of its unit (those homed at the same node, which
+  // the multiple-writer protocols fetch in one message). Cyclic homes spread units, not pages.
+  std::uint32_t unit_pages = 1;
   // What chose the protocol, for error texts ("the protocol of module \"workers\""); may be empty.
   std::string chosen_by;
 };

@@ -1,5 +1,6 @@
 #include "dsm/regions.h"
 
+#include <algorithm>
 #include <mutex>
 
 namespace lmdx::dsm {
@@ -16,12 +17,20 @@ const char* HomePolicyName(HomePolicy policy) {
 consistency::Placement Region::PlacementOf(consistency::PageId page, int size) const {
   std::uint64_t index = page - first_page;
   auto nodes = static_cast<std::uint64_t>(size);
+  std::uint64_t unit = std::max<std::uint32_t>(unit_pages, 1);
+  consistency::Placement placement;
+  placement.unit_first = first_page + index / unit * unit;
+  placement.unit_pages = static_cast<std::uint32_t>(
+      std::min<std::uint64_t>(unit, first_page + page_count - placement.unit_first));
   switch (home) {
-    case HomePolicy::kBlock: return {static_cast<int>(index * nodes / page_count), false};
-    case HomePolicy::kCyclic: return {static_cast<int>(index % nodes), false};
-    case HomePolicy::kFirstTouch: return {static_cast<int>(index % nodes), true};
+    case HomePolicy::kBlock: placement.home = static_cast<int>(index * nodes / page_count); break;
+    case HomePolicy::kCyclic: placement.home = static_cast<int>(index / unit % nodes); break;
+    case HomePolicy::kFirstTouch:
+      placement.home = static_cast<int>(index / unit % nodes);
+      placement.first_touch = true;
+      break;
   }
-  return {};
+  return placement;
 }
 
 std::pair<consistency::PageId, std::uint64_t> Region::BlockOf(int rank, int size) const {

@@ -23,6 +23,7 @@ struct Region {
   std::uint64_t bytes = 0;
   HomePolicy home = HomePolicy::kBlock;
   std::string protocol = "sc";
+  std::uint32_t unit_pages = 1;
 
   consistency::Placement PlacementOf(consistency::PageId page, int size) const;
   // The pages homed at rank under a block policy: [first, first + count), possibly empty.

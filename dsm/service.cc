@@ -45,6 +45,7 @@ wire::Region ToWire(const Region& region) {
   out.set_bytes(region.bytes);
   out.set_home(static_cast<std::uint32_t>(region.home));
   out.set_protocol(region.protocol);
+  out.set_unit_pages(region.unit_pages);
   return out;
 }
 
@@ -56,6 +57,7 @@ Region FromWire(const wire::Region& in) {
   region.bytes = in.bytes();
   region.home = static_cast<HomePolicy>(std::min<std::uint32_t>(in.home(), 2));
   region.protocol = in.protocol();
+  region.unit_pages = std::max<std::uint32_t>(in.unit_pages(), 1);
   return region;
 }
 
@@ -175,7 +177,13 @@ Region Service::PlaceRegion(const std::string& name, std::uint64_t bytes, const 
                     " MiB and " + std::to_string(next_variable_page_ * space_.page_bytes() >> 20) +
                     " MiB are taken; raise LMDX_DSM_SIZE");
   }
-  Region region{name, next_variable_page_, pages, bytes, policy.home, policy.protocol};
+  Region region{name,
+                next_variable_page_,
+                pages,
+                bytes,
+                policy.home,
+                policy.protocol,
+                std::max<std::uint32_t>(policy.unit_pages, 1)};
   next_variable_page_ += pages;
   Learn(region);
   return region;
@@ -240,7 +248,12 @@ consistency::Protocol& Service::ProtocolOf(PageId page) {
 
 consistency::Placement Service::PlacementOf(PageId page) {
   if (page >= space_.page_count()) return {};
-  if (int owner = space_.HeapOwnerOf(page); owner >= 0) return {owner, false};
+  if (int owner = space_.HeapOwnerOf(page); owner >= 0) {
+    consistency::Placement heap;
+    heap.home = owner;
+    heap.unit_first = page;
+    return heap;
+  }
   if (page >= space_.variable_pages()) return {};
   if (auto region = RegionOf(page)) return region->PlacementOf(page, node_.size());
   return {};
@@ -466,6 +479,7 @@ wire::NodeStats Service::LocalStats() const {
   stats.set_write_notices(value(counters_.write_notices));
   stats.set_updates_sent(value(counters_.updates_sent));
   stats.set_pages_refetched(value(counters_.pages_refetched));
+  stats.set_pages_prefetched(value(counters_.pages_prefetched));
   stats.set_protection_changes(value(counters_.protection_changes));
   stats.set_release_ms(static_cast<double>(value(counters_.release_ns)) / 1e6);
   stats.set_acquire_ms(static_cast<double>(value(counters_.acquire_ns)) / 1e6);

@@ -30,14 +30,15 @@ std::string FormatStatsTable(const wire::JobStats& job) {
                 node.explicit_gets(), node.explicit_puts(), node.messages_sent(), node.bytes_sent(),
                 node.fault_ms());
   }
-  out += Line("%4s %7s %7s %10s %8s %8s %8s %8s %8s %10s %10s\n", "rank", "twins", "diffs",
-              "diff-bytes", "applied", "notices", "updates", "refetch", "mprotect", "release-ms",
-              "acquire-ms");
+  out += Line("%4s %7s %7s %10s %8s %8s %8s %8s %8s %8s %10s %10s\n", "rank", "twins", "diffs",
+              "diff-bytes", "applied", "notices", "updates", "refetch", "prefetch", "mprotect",
+              "release-ms", "acquire-ms");
   for (const auto& node : job.nodes()) {
-    out += Line("%4d %7lu %7lu %10lu %8lu %8lu %8lu %8lu %8lu %10.2f %10.2f\n", node.rank(),
+    out += Line("%4d %7lu %7lu %10lu %8lu %8lu %8lu %8lu %8lu %8lu %10.2f %10.2f\n", node.rank(),
                 node.twins(), node.diffs_made(), node.diff_bytes(), node.diffs_applied(),
                 node.write_notices(), node.updates_sent(), node.pages_refetched(),
-                node.protection_changes(), node.release_ms(), node.acquire_ms());
+                node.pages_prefetched(), node.protection_changes(), node.release_ms(),
+                node.acquire_ms());
   }
   out += "messages sent by type (frames / bytes, per rank)\n";
   std::map<std::string, std::map<int, std::pair<std::uint64_t, std::uint64_t>>> by_type;

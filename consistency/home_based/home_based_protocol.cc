@@ -1,5 +1,6 @@
 #include "consistency/home_based/home_based_protocol.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -58,7 +59,11 @@ void HomeBasedProtocol::ProtectPages(const std::vector<PageId>& sorted_pages, Ac
 // ---- Faults --------------------------------------------------------------------------------
 
 void HomeBasedProtocol::Obtain(PageId page, Access wanted) {
-  const int home = HomeOf(page);
+  const Placement placement = memory_.PlacementOf(page);
+  if (placement.home < 0) {
+    throw Error(LMDX_ERR_INVALID_ARGUMENT, "the address is not in shared memory");
+  }
+  const int home = placement.home;
   const bool at_home = home == node_.rank();
   std::unique_lock lock(table_.StripeMutex(page));
   for (;;) {
@@ -80,12 +85,30 @@ void HomeBasedProtocol::Obtain(PageId page, Access wanted) {
       refetch_credit_[page] = kRefetchCredit;
     }
     lock.unlock();
+    std::vector<PageId> pages = UnitToFetch(page, placement);
     // A fiber must not park while it holds a page busy: a sibling fiber of the same worker that
     // faults on the page would block the worker the holder needs to resume.
     net::NoParkingScope holding_a_page;
-    FetchAndInstall({{home, {page}}});
+    FetchAndInstall({{home, std::move(pages)}});
     lock.lock();
   }
+}
+
+std::vector<PageId> HomeBasedProtocol::UnitToFetch(PageId page, const Placement& placement) {
+  // The faulting page (already held by the caller) and the other pages of its coherence unit
+  // that this node lacks and the same home serves: one message brings them all.
+  std::vector<PageId> pages{page};
+  for (PageId other = placement.unit_first; other < placement.unit_first + placement.unit_pages;
+       ++other) {
+    if (other == page || memory_.PlacementOf(other).home != placement.home) continue;
+    std::lock_guard lock(table_.StripeMutex(other));
+    if (table_.busy(other) || table_.access(other) != Access::kNone) continue;
+    table_.set_busy(other, true);
+    pages.push_back(other);
+  }
+  std::sort(pages.begin(), pages.end());
+  Counters::Add(counters_.pages_prefetched, pages.size() - 1);
+  return pages;
 }
 
 void HomeBasedProtocol::OpenAtHome(PageId page, Access wanted) {

@@ -80,6 +80,8 @@ class HomeBasedProtocol final : public Protocol {
 
   // ---- faults and fetches (home_based_protocol.cc)
   void OpenAtHome(PageId page, Access wanted);
+  // Marks busy and returns the pages a read fault on page fetches: its coherence unit's.
+  std::vector<PageId> UnitToFetch(PageId page, const Placement& placement);
   void StartWriting(PageId page);
   // Fetches pages (all busy, owned by the caller) from their homes, one request per home in
   // parallel, and installs them readable; a page invalidated meanwhile is left without access.
