@@ -105,14 +105,16 @@ Service::Service(net::Node& node, Options options)
 
 Service::~Service() = default;
 
-consistency::Protocol& Service::Named(const std::string& protocol, const std::string& what) const {
+consistency::Protocol& Service::Named(const std::string& protocol, const std::string& what,
+                                      const std::string& chosen_by) const {
   if (consistency::Protocol* found = protocols_->Find(protocol)) return *found;
   std::string known;
   for (std::string_view name : consistency::ProtocolSet::Names()) {
     known += (known.empty() ? "" : ", ") + std::string(name);
   }
-  throw Error(LMDX_ERR_CONFIG, what + " asks for protocol \"" + protocol +
-                                   "\", which this LMDX does not have yet (it has: " + known + ")");
+  throw Error(LMDX_ERR_CONFIG, what + " asks for protocol \"" + protocol + "\"" +
+                                   (chosen_by.empty() ? "" : " (" + chosen_by + ")") +
+                                   ", which this LMDX does not have yet (it has: " + known + ")");
 }
 
 void Service::RegisterHandlers() {
@@ -166,8 +168,7 @@ void Service::RegisterHandlers() {
 
 Region Service::PlaceRegion(const std::string& name, std::uint64_t bytes, const Creator& creator) {
   RegionPolicy policy = options_.policy_for ? options_.policy_for(name, creator) : RegionPolicy{};
-  Named(policy.protocol,
-        "\"" + name + "\"" + (policy.chosen_by.empty() ? "" : " (" + policy.chosen_by + ")"));
+  Named(policy.protocol, "\"" + name + "\"", policy.chosen_by);
   std::uint64_t pages = (bytes + space_.page_bytes() - 1) / space_.page_bytes();
   if (pages > space_.variable_pages() - next_variable_page_) {
     throw Error(LMDX_ERR_NO_MEMORY,

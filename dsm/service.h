@@ -87,7 +87,8 @@ class Service final : public consistency::PageMemory {
   std::optional<Region> RegionOf(PageId page);
   // The protocol that keeps page coherent; throws when the page is not shared.
   consistency::Protocol& ProtocolOf(PageId page);
-  consistency::Protocol& Named(const std::string& protocol, const std::string& what) const;
+  consistency::Protocol& Named(const std::string& protocol, const std::string& what,
+                               const std::string& chosen_by = "") const;
   void CheckRange(const void* address, std::size_t bytes, const char* call);
   void FreeHere(void* block);
 

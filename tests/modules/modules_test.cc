@@ -105,10 +105,11 @@ TEST(ModulesTest, AModulesProtocolIsTheDefaultOfItsVariablesAndARegionWins) {
     std::string r = "rank " + std::to_string(rank);
     EXPECT_LINE(job, r + " error -11: lmdx_shared_var: \"plain\" asks for protocol \"lrc\" (the "
                          "protocol of module \"workers\"), which this LMDX does not have yet (it "
-                         "has: sc)");
+                         "has: sc, update, rc, hlrc)");
     EXPECT_LINE(job, r + " error -11: lmdx_malloc: the module \"workers\" asks for protocol "
-                         "\"lrc\", but the shared heap runs \"sc\", the only protocol this LMDX "
-                         "has so far");
+                         "\"lrc\", but the shared heap runs \"sc\" (dsm.protocol): lmdx_malloc "
+                         "memory follows dsm.protocol; give the module's data a named variable or "
+                         "a dsm.region instead");
     EXPECT_LINE(job, r + " sc region ok");
   }
 }

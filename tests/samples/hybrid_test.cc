@@ -139,7 +139,7 @@ TEST(HybridConfigTest, AProtocolThisLmdxLacksIsNamedWithTheModule) {
   EXPECT_NE(job.exit_code, 0);
   EXPECT_NE(job.err.find("lmdx_shared_var: \"hybrid.matrix\" asks for protocol \"lrc\" (the "
                          "protocol of module \"workers\"), which this LMDX does not have yet (it "
-                         "has: sc)\n"),
+                         "has: sc, update, rc, hlrc)\n"),
             std::string::npos)
       << job.err;
 }
