@@ -262,22 +262,22 @@ void Service::Lock(Object* lock) {
       waiter->payloads = {std::move(lock->released)};
       lock->released.clear();
       fast = true;
+    } else {
+      // Queued in the same critical section as the test above: a token arriving between the two
+      // would find no waiter and rest here, while this thread waited for a grant forever.
+      waiter->thread = self;
+      lock->queue.push_back(waiter);
+      if (!lock->token_here && !lock->requested && !lock->trying) {
+        lock->requested = true;
+        wire::SyncMessage message;
+        message.set_name(lock->name);
+        actions.Send(lock->manager, kLockAcquire, message);
+      }
     }
   }
   if (fast) {
     hooks->OnAcquire({ObjectKind::kLock, lock->name}, waiter->payloads);
     return;
-  }
-  {
-    std::lock_guard guard(mutex_);
-    waiter->thread = self;
-    lock->queue.push_back(waiter);
-    if (!lock->token_here && !lock->requested && !lock->trying) {
-      lock->requested = true;
-      wire::SyncMessage message;
-      message.set_name(lock->name);
-      actions.Send(lock->manager, kLockAcquire, message);
-    }
   }
   Run(actions);
   if (!waiter->done.WaitUnlessInterrupted()) {

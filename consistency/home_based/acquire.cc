@@ -8,16 +8,25 @@
 
 namespace lmdx::consistency {
 
-std::vector<PageId> HomeBasedProtocol::Invalidate(const std::vector<PageId>& pages) {
-  // Runs on application threads (hlrc) and on the progress thread (rc): it never waits for a
-  // page another thread holds; that holder finds the mark and drops the page when it is done.
+std::vector<PageId> HomeBasedProtocol::Invalidate(const std::vector<PageId>& pages,
+                                                  const std::shared_ptr<DeferredAck>& ack,
+                                                  bool wait_for_holders) {
+  // On the progress thread (rc's invalidations) it never waits for a page another thread holds:
+  // the holder finds the mark, drops the page when it is done and then answers. An application
+  // thread's acquire (hlrc) waits for the holder instead: its holders never wait for it, and the
+  // acquire must not return while a copy fetched before the writes it learnt of is readable.
   std::vector<PageId> taken;
   std::vector<bool> was_writable;
   for (PageId page : pages) {
-    std::lock_guard lock(table_.StripeMutex(page));
+    std::unique_lock lock(table_.StripeMutex(page));
+    if (wait_for_holders) {
+      while (table_.busy(page)) table_.StripeChanged(page).wait(lock);
+    }
     if (table_.busy(page)) {
       std::lock_guard state(state_mutex_);
-      states_[page].stale = true;
+      CopyState& copy = states_[page];
+      copy.stale = true;
+      if (ack) copy.acks.push_back(ack);
       continue;
     }
     Access now = table_.access(page);
@@ -96,7 +105,7 @@ void HomeBasedProtocol::OnAcquire(const sync::SyncObject& object,
     if (table_.access(page) == Access::kNone && !table_.busy(page)) continue;
     if (HomeOf(page) != node_.rank()) to_drop.push_back(page);
   }
-  std::vector<PageId> were_in_use = Invalidate(to_drop);
+  std::vector<PageId> were_in_use = Invalidate(to_drop, nullptr, /*wait_for_holders=*/true);
   if (object.kind == sync::ObjectKind::kBarrier &&
       received.senders.size() == static_cast<std::size_t>(notices_.size())) {
     notices_.ForgetKnownEverywhere(payloads);

@@ -157,20 +157,40 @@ void HomeBasedProtocol::ApplyToCopy(PageId page, std::span<const std::uint8_t> d
   Counters::Add(counters_.diffs_applied);
 }
 
+HomeBasedProtocol::DeferredAck::~DeferredAck() {
+  try {
+    node_.Reply(to_, {});
+  } catch (const Error&) {
+    // The node has stopped: the writer waiting for this answer is ending too.
+  }
+}
+
 void HomeBasedProtocol::EndTransition(PageId page, Access access) {
+  // Answered after the access below is set, when these go out of scope.
+  std::vector<std::shared_ptr<DeferredAck>> acks;
   {
     std::lock_guard state(state_mutex_);
     auto found = states_.find(page);
     if (found != states_.end()) {
       CopyState& copy = found->second;
+      acks.swap(copy.acks);
       if (copy.stale) {
-        // An invalidation came while the page was held: it wins over what was installed.
+        // An invalidation came while the page was held: it wins over what was installed. This
+        // node's writes since the twin are kept as a diff, as Invalidate does.
         copy.stale = false;
         copy.pending.clear();
+        if (copy.twin) {
+          Diff diff;
+          AppendDiff(copy.twin.get(), memory_.SystemView(page), memory_.page_bytes(), diff);
+          Counters::Add(counters_.diffs_made);
+          if (!diff.empty()) copy.saved.push_back(std::move(diff));
+          copy.twin.reset();
+        }
         if (access != Access::kNone) {
           memory_.Protect(page, 1, Access::kNone);
           access = Access::kNone;
         }
+        Counters::Add(counters_.invalidations_received);
       } else {
         for (const Diff& update : copy.pending) ApplyToCopy(page, update);
         copy.pending.clear();
@@ -188,6 +208,11 @@ void HomeBasedProtocol::FetchAndInstall(const Batches& by_home) {
   struct Fetch {
     int home;
     const std::vector<PageId>* pages;
+    // Per page, this node's writes the home may lack when it serves the request: those of a
+    // release under way and those not yet sent. They must be applied even if that release has
+    // completed by the time the answer comes, since the home may have answered before it applied
+    // them; no newer write of this node intervenes, as the page is held throughout.
+    std::vector<std::vector<Diff>> own_writes;
     std::vector<std::byte> staging;
     std::unique_ptr<net::Node::PendingRequest> request;
     std::optional<net::InboundMessage> reply;
@@ -201,6 +226,16 @@ void HomeBasedProtocol::FetchAndInstall(const Batches& by_home) {
     Fetch& fetch = fetches.emplace_back();
     fetch.home = home;
     fetch.pages = &pages;
+    {
+      std::lock_guard state(state_mutex_);
+      for (PageId page : pages) {
+        std::vector<Diff>& own = fetch.own_writes.emplace_back();
+        if (auto sending = in_flight_.find(page); sending != in_flight_.end()) own = sending->second;
+        if (auto copy = states_.find(page); copy != states_.end()) {
+          own.insert(own.end(), copy->second.saved.begin(), copy->second.saved.end());
+        }
+      }
+    }
     fetch.staging.resize(pages.size() * page_bytes);
     try {
       fetch.request = node_.StartRequest(home, Type(kFetch), request.SerializeAsString(), {},
@@ -244,8 +279,15 @@ void HomeBasedProtocol::FetchAndInstall(const Batches& by_home) {
       auto found = states_.find(page);
       if (found != states_.end() && found->second.stale) continue;  // EndTransition drops it
       std::memcpy(memory_.SystemView(page), fetch.staging.data() + i * page_bytes, page_bytes);
+      // This node's writes the home may not have applied yet, oldest first: those it had when
+      // the request left, those of the release under way, those not yet sent.
+      for (const Diff& diff : fetch.own_writes[i]) {
+        ApplyDiff(diff, memory_.SystemView(page), page_bytes);
+      }
+      if (auto sending = in_flight_.find(page); sending != in_flight_.end()) {
+        for (const Diff& diff : sending->second) ApplyDiff(diff, memory_.SystemView(page), page_bytes);
+      }
       if (found != states_.end()) {
-        // This node's writes that were not yet sent when the page was invalidated.
         for (const Diff& saved : found->second.saved) {
           ApplyDiff(saved, memory_.SystemView(page), page_bytes);
         }

@@ -68,10 +68,25 @@ class HomeBasedProtocol final : public Protocol {
  private:
   // This node's state of a page beyond its access (guarded by state_mutex_; a page's entry is
   // changed only under its stripe lock too, so that a transition sees it whole).
+  // Answers an update or an invalidation when the last page it found held has taken it in:
+  // the writer's release completes only then, so no thread of this node that acquires after it
+  // can see the page as it was before.
+  class DeferredAck {
+   public:
+    DeferredAck(net::Node& node, const net::ReplyTo& to) : node_(node), to_(to) {}
+    DeferredAck(const DeferredAck&) = delete;
+    DeferredAck& operator=(const DeferredAck&) = delete;
+    ~DeferredAck();
+
+   private:
+    net::Node& node_;
+    net::ReplyTo to_;
+  };
   struct CopyState {
     std::unique_ptr<std::byte[]> twin;  // the page before this interval's first write
     std::vector<Diff> saved;    // this node's writes not yet sent (the page was invalidated)
     std::vector<Diff> pending;  // updates that came while a transition held the page
+    std::vector<std::shared_ptr<DeferredAck>> acks;  // answered when the transition ends
     bool stale = false;         // invalidated while a transition held the page
     int quiet_releases = 0;     // releases since the kept-writable page last changed
   };
@@ -106,7 +121,10 @@ class HomeBasedProtocol final : public Protocol {
   // ---- acquire and invalidation (acquire.cc)
   // Takes away this node's access to pages (keeping its unsent writes as diffs); returns those
   // that a fault brought here lately, which are worth fetching again at once.
-  std::vector<PageId> Invalidate(const std::vector<PageId>& pages);
+  // A page held by a transition is marked and, when given, ack is answered once it is dropped;
+  // with wait_for_holders (an application thread's acquire) the call waits for the holder instead.
+  std::vector<PageId> Invalidate(const std::vector<PageId>& pages,
+                                 const std::shared_ptr<DeferredAck>& ack, bool wait_for_holders);
   // Fetches again, in one message per home, the pages an acquire invalidated that were in use.
   void Refetch(const std::vector<PageId>& pages);
 
@@ -132,6 +150,9 @@ class HomeBasedProtocol final : public Protocol {
   std::mutex state_mutex_;
   std::unordered_map<PageId, CopyState> states_;
   std::vector<PageId> dirty_;  // written since the last flush (a twin taken, or a home write)
+  // The diffs of the release under way, until their homes have applied them: a copy this node
+  // fetches meanwhile comes from a home that may not have them yet, so they are applied over it.
+  std::map<PageId, std::vector<Diff>> in_flight_;  // guarded by state_mutex_
   std::mutex flush_mutex_;     // one release of this node at a time
   // One acquire of this node at a time: a thread whose acquire brings notices another thread of
   // the node has just taken must not go on before that thread has dropped the pages they name.

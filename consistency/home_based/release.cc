@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "base/clock.h"
 #include "base/error.h"
@@ -16,6 +17,19 @@ using internal::kInvalidate;
 using internal::kUpdate;
 
 namespace {
+
+// Runs a function when the scope ends, however it ends.
+template <typename Function>
+class AtScopeExit {
+ public:
+  explicit AtScopeExit(Function function) : function_(std::move(function)) {}
+  AtScopeExit(const AtScopeExit&) = delete;
+  AtScopeExit& operator=(const AtScopeExit&) = delete;
+  ~AtScopeExit() { function_(); }
+
+ private:
+  Function function_;
+};
 
 // Awaits every request, even after one failed (the node refers to them until answered), and
 // throws the first failure.
@@ -82,20 +96,12 @@ HomeBasedProtocol::Flushed HomeBasedProtocol::Flush() {
   const int self = node_.rank();
 
   std::vector<PageId> dirty;
-  std::map<PageId, std::vector<Diff>> saved;
   {
     std::lock_guard state(state_mutex_);
     dirty.swap(dirty_);
-    for (auto& [page, copy] : states_) {
-      if (!copy.saved.empty()) saved[page] = std::move(copy.saved);
-      copy.saved.clear();
-    }
   }
   std::sort(dirty.begin(), dirty.end());
   dirty.erase(std::unique(dirty.begin(), dirty.end()), dirty.end());
-  std::map<PageId, int> home_of;
-  for (PageId page : dirty) home_of[page] = HomeOf(page);
-  for (const auto& entry : saved) home_of[entry.first] = HomeOf(entry.first);
 
   // 1. Hold the written pages and take their write access, one protection change per run:
   //    writes after this fault and wait, so the diffs below miss none.
@@ -110,6 +116,27 @@ HomeBasedProtocol::Flushed HomeBasedProtocol::Flush() {
     held.push_back(page);
   }
   ProtectPages(held, Access::kRead);
+
+  // The writes kept by invalidations, taken after the pages above are held: a page invalidated
+  // up to now has its writes here, a held one has them in its twin's diff below. From here until
+  // their homes answer, a fetch of one of these pages applies them over the home's copy.
+  AtScopeExit forget_in_flight([this] {
+    std::lock_guard state(state_mutex_);
+    in_flight_.clear();
+  });
+  std::map<PageId, std::vector<Diff>> saved;
+  {
+    std::lock_guard state(state_mutex_);
+    for (auto& [page, copy] : states_) {
+      if (copy.saved.empty()) continue;
+      in_flight_[page] = copy.saved;
+      saved[page] = std::move(copy.saved);
+      copy.saved.clear();
+    }
+  }
+  std::map<PageId, int> home_of;
+  for (PageId page : held) home_of[page] = HomeOf(page);
+  for (const auto& entry : saved) home_of[entry.first] = HomeOf(entry.first);
 
   // 2. Diff them; the saved diffs of a page go before its new one.
   DiffBatches to_homes;
@@ -149,6 +176,7 @@ HomeBasedProtocol::Flushed HomeBasedProtocol::Flush() {
           if (kind_ == HomeBasedKind::kUpdate) home_diffs[-1].emplace_back(page, std::move(diff));
         }
       } else if (!diff.empty()) {
+        in_flight_[page].push_back(diff);
         to_homes[home].emplace_back(page, std::move(diff));
       }
     }

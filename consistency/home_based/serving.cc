@@ -111,16 +111,20 @@ void HomeBasedProtocol::ServeDiffs(net::InboundMessage& message, const net::Repl
 }
 
 void HomeBasedProtocol::ServeUpdate(net::InboundMessage& message, const net::ReplyTo& to) {
-  for (const auto& [page, diff] : DiffsOf(message, table_.page_count())) {
+  // Answered when this and every holder of a page named here are done with it.
+  const auto diffs = DiffsOf(message, table_.page_count());
+  auto ack = std::make_shared<DeferredAck>(node_, to);
+  for (const auto& [page, diff] : diffs) {
     std::lock_guard lock(table_.StripeMutex(page));
     std::lock_guard state(state_mutex_);
     if (table_.busy(page)) {
-      states_[page].pending.emplace_back(diff.begin(), diff.end());
+      CopyState& copy = states_[page];
+      copy.pending.emplace_back(diff.begin(), diff.end());
+      copy.acks.push_back(ack);
     } else if (table_.access(page) != Access::kNone) {
       ApplyToCopy(page, diff);
     }
   }
-  node_.Reply(to, {});
 }
 
 void HomeBasedProtocol::RegisterHandlers(net::Node& node) {
@@ -145,8 +149,8 @@ void HomeBasedProtocol::RegisterHandlers(net::Node& node) {
     for (PageId page : request.pages()) {
       if (page < table_.page_count()) pages.push_back(page);
     }
-    Invalidate(pages);
-    node_.Reply(*to, {});
+    // Answered when every page named here is dropped, some perhaps later by their holders.
+    Invalidate(pages, std::make_shared<DeferredAck>(node_, *to), /*wait_for_holders=*/false);
   });
   node.Handle(Type(kUpdate), [this](net::InboundMessage& message, const net::ReplyTo* to) {
     if (to != nullptr) ServeUpdate(message, *to);
