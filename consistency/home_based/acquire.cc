@@ -52,7 +52,7 @@ std::vector<PageId> HomeBasedProtocol::Invalidate(const std::vector<PageId>& pag
         AppendDiff(copy.twin.get(), memory_.SystemView(page), memory_.page_bytes(), diff);
         Counters::Add(counters_.diffs_made);
         Counters::Add(counters_.diff_bytes, diff.size());
-        if (!diff.empty()) copy.saved.push_back(std::move(diff));
+        if (!diff.empty()) copy.saved.push_back(std::make_shared<OwnDiff>(0, std::move(diff)));
         copy.twin.reset();
       }
     }

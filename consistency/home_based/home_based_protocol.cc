@@ -22,8 +22,9 @@ HomeBasedProtocol::HomeBasedProtocol(HomeBasedKind kind, int type_base, net::Nod
       table_(table),
       counters_(counters),
       settings_(settings),
-      directory_(node.rank()),
-      notices_(node.rank(), node.size()) {}
+      notices_(node.rank(), node.size()),
+      batches_sent_(node.size(), 0),
+      batches_applied_(node.size(), 0) {}
 
 const char* HomeBasedProtocol::name() const {
   switch (kind_) {
@@ -179,16 +180,18 @@ void HomeBasedProtocol::EndTransition(PageId page, Access access) {
         // node's writes since the twin are kept as a diff, as Invalidate does.
         copy.stale = false;
         copy.pending.clear();
+        // Protected first: a kept-writable page is writable again by now, and its diff must not
+        // race with the node's writers.
+        if (access != Access::kNone) {
+          memory_.Protect(page, 1, Access::kNone);
+          access = Access::kNone;
+        }
         if (copy.twin) {
           Diff diff;
           AppendDiff(copy.twin.get(), memory_.SystemView(page), memory_.page_bytes(), diff);
           Counters::Add(counters_.diffs_made);
-          if (!diff.empty()) copy.saved.push_back(std::move(diff));
+          if (!diff.empty()) copy.saved.push_back(std::make_shared<OwnDiff>(0, std::move(diff)));
           copy.twin.reset();
-        }
-        if (access != Access::kNone) {
-          memory_.Protect(page, 1, Access::kNone);
-          access = Access::kNone;
         }
         Counters::Add(counters_.invalidations_received);
       } else {
@@ -209,10 +212,10 @@ void HomeBasedProtocol::FetchAndInstall(const Batches& by_home) {
     int home;
     const std::vector<PageId>* pages;
     // Per page, this node's writes the home may lack when it serves the request: those of a
-    // release under way and those not yet sent. They must be applied even if that release has
-    // completed by the time the answer comes, since the home may have answered before it applied
-    // them; no newer write of this node intervenes, as the page is held throughout.
-    std::vector<std::vector<Diff>> own_writes;
+    // release under way and those not yet sent. Kept even if that release completes before the
+    // answer comes: the answer says which batches the home had applied. No newer write of this
+    // node intervenes, as the page is held throughout.
+    std::vector<OwnDiffs> own_writes;
     std::vector<std::byte> staging;
     std::unique_ptr<net::Node::PendingRequest> request;
     std::optional<net::InboundMessage> reply;
@@ -229,8 +232,9 @@ void HomeBasedProtocol::FetchAndInstall(const Batches& by_home) {
     {
       std::lock_guard state(state_mutex_);
       for (PageId page : pages) {
-        std::vector<Diff>& own = fetch.own_writes.emplace_back();
-        if (auto sending = in_flight_.find(page); sending != in_flight_.end()) own = sending->second;
+        OwnDiffs& own = fetch.own_writes.emplace_back();
+        if (auto sending = in_flight_.find(page); sending != in_flight_.end())
+          own = sending->second;
         if (auto copy = states_.find(page); copy != states_.end()) {
           own.insert(own.end(), copy->second.saved.begin(), copy->second.saved.end());
         }
@@ -268,6 +272,14 @@ void HomeBasedProtocol::FetchAndInstall(const Batches& by_home) {
   // stay busy throughout, so no thread of this node sees a page before it is whole.
   std::vector<PageId> opened;
   for (Fetch& fetch : fetches) {
+    wire::HbFetched fetched;
+    if (fetch.reply && !fetched.ParseFromString(fetch.reply->body)) {
+      if (!failure) {
+        failure = Error(LMDX_ERR_INTERNAL, "a malformed answer to a page fetch from rank " +
+                                               std::to_string(fetch.home));
+      }
+      fetch.reply.reset();
+    }
     for (std::size_t i = 0; i < fetch.pages->size(); ++i) {
       PageId page = (*fetch.pages)[i];
       std::lock_guard lock(table_.StripeMutex(page));
@@ -279,17 +291,11 @@ void HomeBasedProtocol::FetchAndInstall(const Batches& by_home) {
       auto found = states_.find(page);
       if (found != states_.end() && found->second.stale) continue;  // EndTransition drops it
       std::memcpy(memory_.SystemView(page), fetch.staging.data() + i * page_bytes, page_bytes);
-      // This node's writes the home may not have applied yet, oldest first: those it had when
-      // the request left, those of the release under way, those not yet sent.
-      for (const Diff& diff : fetch.own_writes[i]) {
-        ApplyDiff(diff, memory_.SystemView(page), page_bytes);
-      }
-      if (auto sending = in_flight_.find(page); sending != in_flight_.end()) {
-        for (const Diff& diff : sending->second) ApplyDiff(diff, memory_.SystemView(page), page_bytes);
-      }
-      if (found != states_.end()) {
-        for (const Diff& saved : found->second.saved) {
-          ApplyDiff(saved, memory_.SystemView(page), page_bytes);
+      // This node's writes the home had not applied when it copied the page, oldest first (a
+      // write it had is not applied again: another node may have overwritten it since).
+      for (const auto& own : fetch.own_writes[i]) {
+        if (own->batch == 0 || own->batch > fetched.applied_batch()) {
+          ApplyDiff(own->bytes, memory_.SystemView(page), page_bytes);
         }
       }
       Counters::Add(counters_.pages_fetched);

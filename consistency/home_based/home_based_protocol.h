@@ -82,13 +82,21 @@ class HomeBasedProtocol final : public Protocol {
     net::Node& node_;
     net::ReplyTo to_;
   };
+  // One of this node's diffs of a page on its way to the page's home. batch is the number of the
+  // kDiffs message to that home that carries it, 0 until a release takes it: a fetch answered
+  // by a home that had applied fewer batches of this node's applies it over the copy.
+  struct OwnDiff {
+    std::uint64_t batch = 0;  // guarded by state_mutex_
+    Diff bytes;
+  };
+  using OwnDiffs = std::vector<std::shared_ptr<OwnDiff>>;
   struct CopyState {
     std::unique_ptr<std::byte[]> twin;  // the page before this interval's first write
-    std::vector<Diff> saved;    // this node's writes not yet sent (the page was invalidated)
+    OwnDiffs saved;             // this node's writes not yet sent (the page was invalidated)
     std::vector<Diff> pending;  // updates that came while a transition held the page
     std::vector<std::shared_ptr<DeferredAck>> acks;  // answered when the transition ends
-    bool stale = false;         // invalidated while a transition held the page
-    int quiet_releases = 0;     // releases since the kept-writable page last changed
+    bool stale = false;                              // invalidated while a transition held the page
+    int quiet_releases = 0;  // releases since the kept-writable page last changed
   };
   static constexpr int kQuietReleasesKept = 2;
   using Batches = std::map<int, std::vector<PageId>>;  // destination -> pages
@@ -110,11 +118,10 @@ class HomeBasedProtocol final : public Protocol {
   struct Flushed {
     std::vector<PageId> written;  // pages whose writes the release made visible
   };
-  Flushed Flush();
-  // Sends one kDiffs or kUpdate per destination; returns the replies by destination.
-  using DiffBatches = std::map<int, std::vector<std::pair<PageId, Diff>>>;  // destination -> diffs
+  Flushed Flush();  // caller holds flush_mutex_
+  using DiffBatches = std::map<int, std::vector<std::pair<PageId, std::shared_ptr<OwnDiff>>>>;
   // Sends one kDiffs or kUpdate per destination and waits for every answer; returns the answers'
-  // bodies by destination.
+  // bodies by destination. kDiffs batches are numbered (OwnDiff::batch) per home first.
   std::map<int, std::string> SendDiffs(int type_offset, const DiffBatches& batches);
   void SendInvalidations(const Batches& batches);
 
@@ -150,10 +157,12 @@ class HomeBasedProtocol final : public Protocol {
   std::mutex state_mutex_;
   std::unordered_map<PageId, CopyState> states_;
   std::vector<PageId> dirty_;  // written since the last flush (a twin taken, or a home write)
-  // The diffs of the release under way, until their homes have applied them: a copy this node
-  // fetches meanwhile comes from a home that may not have them yet, so they are applied over it.
-  std::map<PageId, std::vector<Diff>> in_flight_;  // guarded by state_mutex_
-  std::mutex flush_mutex_;     // one release of this node at a time
+  // The diffs of the release under way, until their homes have answered: a fetch meanwhile may
+  // be answered by a home that lacks them, and applies those its home had not applied.
+  std::map<PageId, OwnDiffs> in_flight_;        // guarded by state_mutex_
+  std::vector<std::uint64_t> batches_sent_;     // per home, kDiffs batches numbered so far
+  std::vector<std::uint64_t> batches_applied_;  // per writer, at this home (progress thread)
+  std::mutex flush_mutex_;                      // one release of this node at a time
   // One acquire of this node at a time: a thread whose acquire brings notices another thread of
   // the node has just taken must not go on before that thread has dropped the pages they name.
   std::mutex acquire_mutex_;

@@ -54,14 +54,23 @@ std::map<int, std::string> HomeBasedProtocol::SendDiffs(int type_offset,
                                                         const DiffBatches& batches) {
   std::map<int, std::unique_ptr<net::Node::PendingRequest>> pending;
   std::optional<Error> failure;
+  if (type_offset == kDiffs) {
+    // Numbered before they leave: a fetch answered meanwhile compares with the home's count.
+    std::lock_guard state(state_mutex_);
+    for (const auto& [home, diffs] : batches) {
+      const std::uint64_t batch = ++batches_sent_[home];
+      for (const auto& entry : diffs) entry.second->batch = batch;
+    }
+  }
   for (const auto& [dest, diffs] : batches) {
     wire::HbDiffs body;
     auto payload = std::make_shared<std::vector<std::uint8_t>>();
     for (const auto& [page, diff] : diffs) {
       body.add_pages(page);
-      body.add_lengths(static_cast<std::uint32_t>(diff.size()));
-      payload->insert(payload->end(), diff.begin(), diff.end());
+      body.add_lengths(static_cast<std::uint32_t>(diff->bytes.size()));
+      payload->insert(payload->end(), diff->bytes.begin(), diff->bytes.end());
     }
+    if (type_offset == kDiffs && !diffs.empty()) body.set_batch(diffs.front().second->batch);
     try {
       pending[dest] = node_.StartRequest(dest, Type(type_offset), body.SerializeAsString(),
                                          net::Payload{payload->data(), payload->size(), payload});
@@ -89,7 +98,6 @@ void HomeBasedProtocol::SendInvalidations(const Batches& batches) {
 }
 
 HomeBasedProtocol::Flushed HomeBasedProtocol::Flush() {
-  std::lock_guard one_release(flush_mutex_);
   // Pages are held busy below; a fiber holding them must not park (see Obtain).
   net::NoParkingScope holding_pages;
   const std::size_t page_bytes = memory_.page_bytes();
@@ -124,7 +132,7 @@ HomeBasedProtocol::Flushed HomeBasedProtocol::Flush() {
     std::lock_guard state(state_mutex_);
     in_flight_.clear();
   });
-  std::map<PageId, std::vector<Diff>> saved;
+  std::map<PageId, OwnDiffs> saved;
   {
     std::lock_guard state(state_mutex_);
     for (auto& [page, copy] : states_) {
@@ -143,7 +151,7 @@ HomeBasedProtocol::Flushed HomeBasedProtocol::Flush() {
   DiffBatches home_diffs;  // update: the home's own diffs, by page's copy holders below
   std::vector<PageId> written_at_home;
   for (auto& [page, diffs] : saved) {
-    for (Diff& diff : diffs) to_homes[home_of[page]].emplace_back(page, std::move(diff));
+    for (auto& diff : diffs) to_homes[home_of[page]].emplace_back(page, std::move(diff));
   }
   // A page written lately is likely written again soon (a boundary row of one of two grids that
   // alternate, a counter): it keeps a fresh twin and gets its write access back below, so its
@@ -170,14 +178,14 @@ HomeBasedProtocol::Flushed HomeBasedProtocol::Flush() {
       }
       bool keep = found != states_.end() && found->second.twin;
       (keep ? kept_writable : read_only).push_back(page);
+      if (diff.empty()) continue;
+      auto own = std::make_shared<OwnDiff>(0, std::move(diff));
       if (home == self) {
-        if (!diff.empty()) {
-          written_at_home.push_back(page);
-          if (kind_ == HomeBasedKind::kUpdate) home_diffs[-1].emplace_back(page, std::move(diff));
-        }
-      } else if (!diff.empty()) {
-        in_flight_[page].push_back(diff);
-        to_homes[home].emplace_back(page, std::move(diff));
+        written_at_home.push_back(page);
+        if (kind_ == HomeBasedKind::kUpdate) home_diffs[-1].emplace_back(page, std::move(own));
+      } else {
+        in_flight_[page].push_back(own);
+        to_homes[home].emplace_back(page, std::move(own));
       }
     }
     dirty_.insert(dirty_.end(), kept_writable.begin(), kept_writable.end());
@@ -226,13 +234,13 @@ HomeBasedProtocol::Flushed HomeBasedProtocol::Flush() {
     }
   }
   for (PageId page : written_at_home) {
-    for (int node : directory_.OthersThan(page, self, kind_ == HomeBasedKind::kRc)) {
+    for (int node : directory_.OthersThan(page, self)) {
       if (kind_ == HomeBasedKind::kRc) invalidations[node].push_back(page);
     }
   }
   for (const auto& [unused, diffs] : home_diffs) {
     for (const auto& [page, diff] : diffs) {
-      for (int node : directory_.OthersThan(page, self, false)) {
+      for (int node : directory_.OthersThan(page, self)) {
         updates[node].emplace_back(page, diff);
       }
     }
@@ -254,6 +262,10 @@ HomeBasedProtocol::Flushed HomeBasedProtocol::Flush() {
 
 std::string HomeBasedProtocol::OnRelease(const sync::SyncObject&) {
   std::uint64_t start = MonotonicNs();
+  // The whole release, notices included, is one at a time: a sibling's release that finds its
+  // writes already sent by this one must not encode its notices before this one has closed its
+  // interval, or its acquirer would not hear of those writes.
+  std::lock_guard one_release(flush_mutex_);
   Flushed flushed = Flush();
   std::string payload;
   if (kind_ == HomeBasedKind::kHlrc) {

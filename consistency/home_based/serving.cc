@@ -1,5 +1,6 @@
 // The home-based protocols' message handlers. They run on the progress thread and never wait for
 // a page: what finds a page held by a transition is left for its holder (EndTransition).
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -29,8 +30,9 @@ Message Parse(const net::InboundMessage& message, const char* what) {
 
 // Splits a kDiffs or kUpdate frame into its diffs; checks they fill the payload exactly.
 std::vector<std::pair<PageId, std::span<const std::uint8_t>>> DiffsOf(
-    const net::InboundMessage& message, std::uint64_t page_count) {
+    const net::InboundMessage& message, std::uint64_t page_count, std::uint64_t* batch = nullptr) {
   auto body = Parse<wire::HbDiffs>(message, "set of diffs");
+  if (batch != nullptr) *batch = body.batch();
   if (body.pages_size() != body.lengths_size()) {
     throw Error(LMDX_ERR_INTERNAL, "a set of diffs from rank " +
                                        std::to_string(message.header.source) +
@@ -62,6 +64,9 @@ std::vector<std::pair<PageId, std::span<const std::uint8_t>>> DiffsOf(
 void HomeBasedProtocol::ServeFetch(net::InboundMessage& message, const net::ReplyTo& to) {
   auto request = Parse<wire::HbPages>(message, "page fetch");
   const std::size_t page_bytes = memory_.page_bytes();
+  // Handlers run one at a time on the progress thread: no batch of diffs is half applied here.
+  wire::HbFetched fetched;
+  fetched.set_applied_batch(batches_applied_[message.header.source]);
   auto contents = std::make_shared<std::vector<std::byte>>(request.pages_size() * page_bytes);
   for (int i = 0; i < request.pages_size(); ++i) {
     PageId page = request.pages(i);
@@ -87,25 +92,29 @@ void HomeBasedProtocol::ServeFetch(net::InboundMessage& message, const net::Repl
     std::memcpy(contents->data() + i * page_bytes, memory_.SystemView(page), page_bytes);
   }
   Counters::Add(counters_.directory_requests);
-  node_.Reply(to, {}, net::Payload{contents->data(), contents->size(), contents});
+  node_.Reply(to, fetched.SerializeAsString(),
+              net::Payload{contents->data(), contents->size(), contents});
 }
 
 void HomeBasedProtocol::ServeDiffs(net::InboundMessage& message, const net::ReplyTo& to) {
   const int writer = message.header.source;
   wire::HbCopyHolders holders;
-  for (const auto& [page, diff] : DiffsOf(message, table_.page_count())) {
+  std::uint64_t batch = 0;
+  const auto diffs = DiffsOf(message, table_.page_count(), &batch);
+  for (const auto& [page, diff] : diffs) {
     {
       std::lock_guard lock(table_.StripeMutex(page));
       std::lock_guard state(state_mutex_);
       ApplyToCopy(page, diff);
     }
     if (kind_ == HomeBasedKind::kHlrc) continue;
-    std::vector<int> others = directory_.OthersThan(page, writer, kind_ == HomeBasedKind::kRc);
+    std::vector<int> others = directory_.OthersThan(page, writer);
     if (others.empty()) continue;
     auto* entry = holders.add_pages();
     entry->set_page(page);
     for (int node : others) entry->add_nodes(node);
   }
+  batches_applied_[writer] = std::max(batches_applied_[writer], batch);
   Counters::Add(counters_.directory_requests);
   node_.Reply(to, holders.SerializeAsString());
 }

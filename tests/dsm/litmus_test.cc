@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
-#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -15,68 +14,6 @@
 
 namespace lmdx::testing {
 namespace {
-
-// Bugs these tests found. A (scenario, protocol) listed in kKnownBugs is still built and listed,
-// as DISABLED_, so that the suite stays green until the bug is fixed; run the cases with
-// --gtest_also_run_disabled_tests (they fail within seconds, most on every run).
-//
-// B1 rc: an invalidation that arrives while the page is held by the node's own release marks it
-//    stale, and EndTransition (consistency/home_based/home_based_protocol.cc) drops the access
-//    but keeps the page's twin. The page is fetched again later, the next write reuses the old
-//    twin, and the diff then carries other nodes' bytes with the values of that fetch, which
-//    overwrite their newer writes at the home (a writer's whole iteration reverts, or single
-//    bytes of a word mix).
-// B2 rc: Flush (consistency/home_based/release.cc) takes the `saved` diffs before it holds the
-//    written pages; an invalidation in between turns the node's latest writes into a saved diff
-//    that this release no longer sends: they are missing at the home when the release completes.
-// B3 update, rc, hlrc: while a release holds a page (Flush) the page stays readable, and an
-//    update or invalidation that arrives meanwhile is deferred to the end of the hold; a sibling
-//    thread that has just acquired a lock reads the old value (a lost counter update).
-// B4 hlrc: an acquire drops and refetches pages while a sibling thread's release still has their
-//    diffs on the way to the home; the refetched copy lacks the node's own writes (a thread reads
-//    its own byte back with an older value).
-// B5 update, rc, hlrc: with several threads per node holding different locks at once, updates
-//    and own writes are still lost after B1-B4 are fixed; not located yet.
-// S1 sync (not a protocol): Service::Lock (sync/service.cc) decides that it cannot take the
-//    token and enqueues the caller in two critical sections; a sibling's Unlock in between finds
-//    no waiter and leaves the token at rest, the caller waits behind it, and a forwarded request
-//    then waits for a release that never comes: every thread of the job hangs in lmdx_lock.
-struct KnownBug {
-  std::string_view scenario;
-  std::string_view protocol;
-  std::string_view bugs;
-};
-
-constexpr KnownBug kKnownBugs[] = {
-    {"mp_barrier", "rc", "B1"},
-    {"transitivity", "rc", "B1"},
-    {"false_sharing", "rc", "B1 B2"},
-    // The configuration gives one variable rc in these three.
-    {"two_protocols", "sc", "B1 B2"},
-    {"two_protocols", "update", "B1 B2"},
-    {"two_protocols", "rc", "B1 B2"},
-    {"threads", "update", "B3 B5"},
-    {"threads", "rc", "B1 B2 B3 B5"},
-    {"threads", "hlrc", "B3 B4 B5"},
-    {"lmdx_threads", "update", "B3 B5"},
-    {"lmdx_threads", "rc", "B1 B2 B3 B5"},
-    {"lmdx_threads", "hlrc", "B3 B4 B5"},
-    {"threads_one_lock", "sc", "S1"},
-    {"threads_one_lock", "update", "S1 B3"},
-    {"threads_one_lock", "rc", "S1 B1 B2 B3"},
-    {"threads_one_lock", "hlrc", "S1 B3 B4"},
-    {"lmdx_threads_one_lock", "sc", "S1"},
-    {"lmdx_threads_one_lock", "update", "S1 B3"},
-    {"lmdx_threads_one_lock", "rc", "S1 B1 B2 B3"},
-    {"lmdx_threads_one_lock", "hlrc", "S1 B3 B4"},
-};
-
-bool KnownBroken(std::string_view scenario, std::string_view protocol) {
-  for (const KnownBug& bug : kKnownBugs) {
-    if (bug.scenario == scenario && bug.protocol == protocol) return true;
-  }
-  return false;
-}
 
 std::string Litmus() { return BinaryFromEnv("LITMUS"); }
 
@@ -143,19 +80,16 @@ class LitmusTest : public ::testing::TestWithParam<Case> {
   ScopedEnv protocol_{"LMDX_PROTOCOL", std::get<0>(GetParam())};
 };
 
-// "hlrc_4_nodes", or "DISABLED_rc_4_nodes" for a case of kKnownBugs.
-auto NamesFor(std::string_view scenario) {
-  return [scenario](const ::testing::TestParamInfo<Case>& info) {
-    std::string name = std::string(std::get<0>(info.param)) + "_" +
-                       std::to_string(std::get<1>(info.param)) + "_nodes";
-    return KnownBroken(scenario, std::get<0>(info.param)) ? "DISABLED_" + name : name;
-  };
+// "hlrc_4_nodes".
+std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
+  return std::string(std::get<0>(info.param)) + "_" + std::to_string(std::get<1>(info.param)) +
+         "_nodes";
 }
 
-// One suite per scenario, so that kKnownBugs can disable a scenario under one protocol.
+// One suite per scenario, so that a failure names the scenario, the protocol and the nodes.
 #define LMDX_LITMUS_SUITE(Suite, scenario) \
   class Suite : public LitmusTest {};      \
-  INSTANTIATE_TEST_SUITE_P(Protocols, Suite, kCases, NamesFor(scenario))
+  INSTANTIATE_TEST_SUITE_P(Protocols, Suite, kCases, CaseName)
 
 // The writer writes data, then a flag under a lock; a reader that sees the flag under the lock
 // sees the data, whether the writer wrote it inside the critical section or before it.
