@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 
@@ -21,6 +22,20 @@
 
 namespace lmdx::api {
 namespace {
+
+// Under a launcher a node's stdout is a pipe, which stdio buffers fully: what a node printed
+// before it crashed, or before the launcher stopped it, would be lost with the buffer. Line
+// buffering, set when the program starts (before it prints anything), keeps every whole line.
+[[maybe_unused]] const bool stdout_line_buffered = [] {
+  bool under_a_launcher = false;
+  for (const char* rank : {"LMDX_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    under_a_launcher = under_a_launcher || std::getenv(rank) != nullptr;
+  }
+  if (under_a_launcher && ::isatty(STDOUT_FILENO) == 0) {
+    std::setvbuf(stdout, nullptr, _IOLBF, BUFSIZ);
+  }
+  return true;
+}();
 
 enum class Style { kThreads, kSpmd };
 
@@ -109,10 +124,28 @@ void OnPeerLost(int, const std::string& why) {
   ExitAfterPeerLoss(why + "; the job cannot go on");
 }
 
+bool OnMainThread() { return ::gettid() == ::getpid(); }
+
+// exit(N) called by an LMDX thread (or any thread but main) ends this process at once with N,
+// its output flushed: the static destructors exit would run next would tear the scheduler down
+// under the running threads, the caller among them. The launcher then ends the job with N,
+// naming this rank, as for exit in SPMD code.
+void ExitAtOnceOffTheMainThread(int status, void*) {
+  if (OnMainThread()) return;
+  std::fflush(nullptr);
+  ::_exit(status);
+}
+
 // Threads style, rank 0: the job ends when main returns (or exit is called), with its status.
 void EndJobAtExit(int status, void*) {
   std::lock_guard lock(runtime_mutex);
   if (!runtime.node) return;
+  if (!OnMainThread()) {
+    // The other threads still run: end the job, then leave at once (see above).
+    runtime.node->EndJob(status);
+    std::fflush(nullptr);
+    ::_exit(status);
+  }
   ReportStatsIfAsked();
   current_node.store(nullptr);
   current_ports.store(nullptr);
@@ -132,6 +165,7 @@ int Init(const char* call, Style style) {
                   "may be called once)");
     }
     ever_initialized = true;
+    ::on_exit(ExitAtOnceOffTheMainThread, nullptr);
     net::BootstrapInfo info = StartedByLauncher() ? net::DetectBootstrap() : SingletonBootstrap();
     StartModules(config::CurrentSettings(), info.rank, info.size, style == Style::kSpmd);
     runtime.style = style;

@@ -46,6 +46,35 @@ TEST(ThreadsTest, ExitFromDeepInsideAndAJoinFromAnotherNode) {
   ExpectVerified(RunJob(Checks(), 3, {"exit"}), "exit", 3);
 }
 
+TEST(ThreadsTest, ExitInAThreadOnAnotherNodeEndsTheJobWithItsStatusNamingTheRank) {
+  for (int nodes : {2, 4}) {
+    JobResult job = RunJob(Checks(), nodes, {"exit_in_thread", "1"});
+    EXPECT_EQ(job.exit_code, 3) << job.out << job.err;
+    EXPECT_NE(job.err.find("lmdx run: rank 1 exited with status 3"), std::string::npos) << job.err;
+    EXPECT_EQ(job.err.find("terminate called"), std::string::npos) << job.err;
+    EXPECT_EQ(job.err.find("lmdx_join_thread"), std::string::npos) << job.err;
+  }
+}
+
+TEST(ThreadsTest, ExitInAThreadOnRankZeroEndsTheJobWithItsStatus) {
+  JobResult job = RunJob(Checks(), 3, {"exit_in_thread", "0"});
+  EXPECT_EQ(job.exit_code, 3) << job.out << job.err;
+  EXPECT_NE(job.err.find("lmdx run: rank 0 exited with status 3"), std::string::npos) << job.err;
+  EXPECT_EQ(job.err.find("lmdx_join_thread"), std::string::npos) << job.err;
+  EXPECT_EQ(job.err.find("terminate called"), std::string::npos) << job.err;
+}
+
+TEST(ThreadsTest, WhatEveryNodePrintedBeforeACrashReachesTheOutput) {
+  JobResult job = RunJob(Checks(), 3, {"print_then_crash"});
+  EXPECT_NE(job.exit_code, 0);
+  for (int rank = 0; rank < 3; ++rank) {
+    EXPECT_NE(job.out.find("a line from rank " + std::to_string(rank) + "\n"), std::string::npos)
+        << "rank " << rank << ":\n"
+        << job.out << job.err;
+  }
+  EXPECT_NE(job.err.find("lmdx run: rank 1 "), std::string::npos) << job.err;
+}
+
 TEST(ThreadsTest, LeastLoadedPlacementSpreadsBlockedThreadsEvenly) {
   ::setenv("LMDX_PLACEMENT", "least_loaded", 1);
   JobResult job = RunJob(Checks(), 4, {"least_loaded", "5"});

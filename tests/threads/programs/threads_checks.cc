@@ -293,6 +293,39 @@ void KillWaiting() {
   }
 }
 
+// exit(3) in an LMDX thread on `node` ends the job with status 3 (the test reads the status and
+// the launcher's words); main waits in a join meanwhile and must not go on.
+void* ExitWithThree(void*) { std::exit(3); }
+
+void ExitInThread(int node) {
+  lmdx_thread_t thread = lmdx_start_thread_on(node, ExitWithThree, nullptr);
+  lmdx_join_thread(thread);
+  Die("the job went on after exit(3) in a thread on rank " + std::to_string(node));
+}
+
+// Every node prints a line (no fflush), then a thread on rank 1 crashes: the lines must reach
+// the launcher's output all the same.
+void* PrintALine(void*) {
+  std::printf("a line from rank %d\n", lmdx_rank());
+  return nullptr;
+}
+
+void* CrashOutsideSharedMemory(void*) {
+  volatile int* unmapped = reinterpret_cast<volatile int*>(std::uintptr_t{16});
+  *unmapped = 1;
+  return nullptr;
+}
+
+void PrintThenCrash() {
+  std::vector<lmdx_thread_t> printers;
+  for (int node = 0; node < lmdx_size(); ++node) {
+    printers.push_back(lmdx_start_thread_on(node, PrintALine, nullptr));
+  }
+  for (lmdx_thread_t thread : printers) lmdx_join_thread(thread);
+  lmdx_join_thread(lmdx_start_thread_on(1, CrashOutsideSharedMemory, nullptr));
+  Die("the job went on after a crash on rank 1");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -311,6 +344,10 @@ int main(int argc, char** argv) {
     Nested();
   } else if (scenario == "exit") {
     ExitAndRemoteJoin();
+  } else if (scenario == "exit_in_thread") {
+    ExitInThread(number);
+  } else if (scenario == "print_then_crash") {
+    PrintThenCrash();
   } else if (scenario == "least_loaded") {
     LeastLoaded(number);
   } else {
