@@ -186,6 +186,7 @@ dsm::RegionPolicy RegionPolicyFor(const config::Settings& settings, std::string_
   dsm::RegionPolicy policy;
   policy.home = ToHomePolicy(chosen.home);
   policy.protocol = std::string(config::ProtocolName(chosen.protocol));
+  policy.unit_pages = chosen.unit_pages;
   const config::RegionSettings* region = settings.RegionFor(name);
   if (region != nullptr && region->protocol_given) {
     policy.chosen_by = "set by dsm.region " + Quoted(region->name);

@@ -243,6 +243,17 @@ void CheckEnum(const Checker& checker, int value, const pb::EnumDescriptor* type
                     OneOf(EnumValueNames(type, false)) + ")");
 }
 
+constexpr std::uint32_t kMaxUnitPages = 256;
+
+// 0 is "not given"; a unit holds 1 to kMaxUnitPages pages.
+void CheckUnit(const Checker& checker, std::uint32_t unit, Checker::Where where,
+               const std::string& path) {
+  if (unit <= kMaxUnitPages) return;
+  checker.Error({where}, path,
+                "a coherence unit holds 1 to " + std::to_string(kMaxUnitPages) + " pages, not " +
+                    std::to_string(unit));
+}
+
 void CheckRegions(const Checker& checker, const Dsm& dsm, const Tree* dsm_tree) {
   const pb::Descriptor* type = Region::descriptor();
   const pb::FieldDescriptor* region_field = Field(Dsm::descriptor(), Dsm::kRegionFieldNumber);
@@ -280,6 +291,8 @@ void CheckRegions(const Checker& checker, const Dsm& dsm, const Tree* dsm_tree) 
               path + ".protocol");
     CheckEnum(checker, region.home(), Home_descriptor(), Home_IsValid, "home distribution",
               Checker::Find(tree, Field(type, Region::kHomeFieldNumber), -1), path + ".home");
+    CheckUnit(checker, region.unit(),
+              Checker::Find(tree, Field(type, Region::kUnitFieldNumber), -1), path + ".unit");
   }
 }
 
@@ -308,6 +321,8 @@ void CheckDsm(const Checker& checker, const Config& config) {
             Checker::Find(tree, Field(type, Dsm::kProtocolFieldNumber), -1), "dsm.protocol");
   CheckEnum(checker, dsm.home(), Home_descriptor(), Home_IsValid, "home distribution",
             Checker::Find(tree, Field(type, Dsm::kHomeFieldNumber), -1), "dsm.home");
+  CheckUnit(checker, dsm.unit(), Checker::Find(tree, Field(type, Dsm::kUnitFieldNumber), -1),
+            "dsm.unit");
   CheckRegions(checker, dsm, tree);
 }
 
@@ -823,9 +838,9 @@ const RegionSettings* Settings::RegionFor(std::string_view variable) const {
 
 VariableSettings Settings::ForVariable(std::string_view variable) const {
   if (const RegionSettings* region = RegionFor(variable)) {
-    return {region->protocol, region->home};
+    return {region->protocol, region->home, region->unit_pages};
   }
-  return {protocol, home};
+  return {protocol, home, unit_pages};
 }
 
 VariableSettings Settings::ForVariable(std::string_view variable, Protocol creator_protocol) const {
@@ -941,9 +956,11 @@ Settings MakeSettings(const Config& config, const Environment& env, const std::s
   if (dsm.home() != HOME_DEFAULT) settings.home = dsm.home();
   settings.home = ParseEnumVariable(env, "LMDX_DSM_HOME", Home_descriptor(), "home distribution",
                                     settings.home);
+  if (dsm.unit() != 0) settings.unit_pages = dsm.unit();
   for (const Region& region : dsm.region()) {
     RegionSettings resolved;
     resolved.name = region.name();
+    resolved.unit_pages = region.unit() != 0 ? region.unit() : settings.unit_pages;
     resolved.protocol =
         region.protocol() != PROTOCOL_DEFAULT ? region.protocol() : settings.protocol;
     resolved.home = region.home() != HOME_DEFAULT ? region.home() : settings.home;

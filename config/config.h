@@ -52,6 +52,7 @@ Config LoadConfigFile(const std::string& path, SourceLines* lines = nullptr);
 struct VariableSettings {
   Protocol protocol = SC;
   Home home = BLOCK;
+  std::uint32_t unit_pages = 1;
 };
 
 // One dsm.region of the file, with dsm's protocol and home filled in where it names none.
@@ -59,6 +60,7 @@ struct RegionSettings {
   std::string name;  // as written: "grid", or a prefix with its '*' ("matrix_*")
   Protocol protocol = SC;
   Home home = BLOCK;
+  std::uint32_t unit_pages = 1;
   bool protocol_given = false;  // the region names its own protocol (it then beats a module's)
   bool is_prefix() const { return !name.empty() && name.back() == '*'; }
 };
@@ -102,6 +104,7 @@ struct Settings {
   std::uintptr_t dsm_base = kDefaultDsmBase;   // page aligned; dsm_base + dsm_bytes <= 2^47
   Protocol protocol = SC;                      // for variables no region names
   Home home = BLOCK;                           // for variables no region names
+  std::uint32_t unit_pages = 1;                // for variables no region names
   std::vector<RegionSettings> regions;         // in the file's order
 
   // stats

@@ -189,6 +189,24 @@ TEST(ConfigTest, WithoutARegionTheDsmDefaultsDecide) {
   EXPECT_EQ(s.ProtocolFor("ab"), LRC);  // "a" is an exact name, not a prefix
 }
 
+TEST(ConfigTest, CoherenceUnitsComeFromTheRegionElseTheDsm) {
+  Settings s = SettingsFromText(
+      R"(dsm { unit: 4 region { name: "big*" unit: 16 } region { name: "one" protocol: RC } })",
+      "p.conf");
+  EXPECT_EQ(s.ForVariable("big_grid").unit_pages, 16u);
+  EXPECT_EQ(s.ForVariable("one").unit_pages, 4u);  // a region without a unit takes dsm.unit
+  EXPECT_EQ(s.ForVariable("other").unit_pages, 4u);
+  EXPECT_EQ(SettingsFromText("dsm { }", "p.conf").ForVariable("x").unit_pages, 1u);
+}
+
+TEST(ConfigTest, ACoherenceUnitOutsideItsRangeIsNamed) {
+  EXPECT_EQ(ParseError("dsm {\n  unit: 257\n}"),
+            "job.conf:2:3: dsm.unit: a coherence unit holds 1 to 256 pages, not 257");
+  EXPECT_EQ(ParseError("dsm { region { name: \"g\" unit: 1000 } }"),
+            "job.conf:1:26: dsm.region[0].unit: a coherence unit holds 1 to 256 pages, not 1000");
+  EXPECT_NO_THROW(ParseConfigText("dsm { unit: 256 region { name: \"g\" unit: 1 } }", "x"));
+}
+
 TEST(ConfigTest, OrderOfRegionsDoesNotMatter) {
   Settings s = SettingsFromText(
       R"(dsm { region { name: "x_long*" protocol: RC } region { name: "x*" protocol: LRC } })",
@@ -324,17 +342,18 @@ TEST(ConfigTest, SyntaxErrorsHaveLineAndColumn) {
 
 TEST(ConfigTest, UnknownFieldsAreErrors) {
   EXPECT_EQ(ParseError("dsm {\n  sise: \"1G\"\n}"),
-            "job.conf:2:3: unknown field \"sise\" in dsm (known: size, base, protocol, home or "
-            "region)");
+            "job.conf:2:3: unknown field \"sise\" in dsm (known: size, base, protocol, home, "
+            "region or unit)");
   EXPECT_EQ(ParseError("\n\n   statistics { enabled: true }"),
             "job.conf:3:4: unknown field \"statistics\" at the top level (known: dsm, stats, "
             "threads, network, module or link)");
-  EXPECT_EQ(ParseError("dsm { region { name: \"a\" unit: 4 } }"),
-            "job.conf:1:26: unknown field \"unit\" in dsm.region (known: name, protocol or home)");
+  EXPECT_EQ(ParseError("dsm { region { name: \"a\" units: 4 } }"),
+            "job.conf:1:26: unknown field \"units\" in dsm.region (known: name, protocol, home or "
+            "unit)");
   // Columns count a tab as protobuf does: to the next multiple of 8, as compilers show them.
   EXPECT_EQ(ParseError("dsm\t{\tsise: \"1G\" }"),
-            "job.conf:1:17: unknown field \"sise\" in dsm (known: size, base, protocol, home or "
-            "region)");
+            "job.conf:1:17: unknown field \"sise\" in dsm (known: size, base, protocol, home, "
+            "region or unit)");
   EXPECT_EQ(ParseError("network { pair { c: 1 } }"),
             "job.conf:1:18: unknown field \"c\" in network.pair (known: a, b or transport)");
 }

@@ -3,9 +3,14 @@
 // program compares shared memory with a sequential reference and names the first difference.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -220,6 +225,45 @@ TEST(LitmusSelfTest, AnUnknownScenarioFailsTheJob) {
             std::string::npos)
       << job.out << job.err;
 }
+
+// The sum of one column of the statistics table --stats prints ("prefetch"), over its ranks.
+std::uint64_t StatsColumnSum(const std::string& output, const std::string& column) {
+  std::istringstream lines(output);
+  std::string line;
+  std::optional<std::size_t> at;
+  std::uint64_t sum = 0;
+  while (std::getline(lines, line)) {
+    std::istringstream words(line);
+    std::vector<std::string> cells{std::istream_iterator<std::string>(words), {}};
+    if (!cells.empty() && cells[0] == "rank") {
+      auto found = std::find(cells.begin(), cells.end(), column);
+      at = found == cells.end() ? std::nullopt : std::optional<std::size_t>(found - cells.begin());
+    } else if (at && *at < cells.size() && !cells.empty() &&
+               std::isdigit(static_cast<unsigned char>(cells[0][0]))) {
+      sum += std::stoull(cells[*at]);
+    } else {
+      at.reset();
+    }
+  }
+  return sum;
+}
+
+// With coherence units of 4 pages (dsm.unit), a read fault under the multiple-writer protocols
+// brings the missing pages of its unit in the same message; results stay the reference's.
+class CoherenceUnits : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(CoherenceUnits, AReadFaultBringsItsUnitAndReadersSeeTheData) {
+  ScopedEnv protocol("LMDX_PROTOCOL", GetParam());
+  const std::string conf = ScratchFile(std::string("unit_") + GetParam() + ".conf");
+  std::ofstream(conf) << "dsm { unit: 4 }\n";
+  JobResult units = ExpectVerified("read_mostly", 2, 4, {"--config", conf, "--stats"});
+  EXPECT_GT(StatsColumnSum(units.out + units.err, "prefetch"), 0u) << units.out << units.err;
+  JobResult pages = ExpectVerified("read_mostly", 2, 4, {"--stats"});
+  EXPECT_EQ(StatsColumnSum(pages.out + pages.err, "prefetch"), 0u) << pages.out << pages.err;
+  ExpectVerified("mp_barrier", 4, 4, {"--config", conf});
+}
+
+INSTANTIATE_TEST_SUITE_P(Protocols, CoherenceUnits, ::testing::Values("update", "rc", "hlrc"));
 
 }  // namespace
 }  // namespace lmdx::testing
