@@ -78,6 +78,7 @@ dsm::Options DsmOptions(const config::Settings& settings) {
   options.base = settings.dsm_base;
   options.bytes = settings.dsm_bytes;
   options.stats = settings.stats_enabled;
+  options.lrc_diff_limit = settings.lrc_diff_limit;
   options.stats_json = settings.stats_json;
   options.policy_for = [&settings](std::string_view name, const dsm::Creator& creator) {
     return RegionPolicyFor(settings, name, creator);

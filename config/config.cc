@@ -312,6 +312,13 @@ void CheckDsm(const Checker& checker, const Config& config) {
   if (!dsm.base().empty()) {
     if (auto why = CheckBase(dsm.base(), base)) checker.Error({base_at}, "dsm.base", *why);
   }
+  if (!dsm.lrc_diff_limit().empty()) {
+    std::uint64_t limit = 0;
+    if (auto why = CheckSize(dsm.lrc_diff_limit(), limit)) {
+      checker.Error({Checker::Find(tree, Field(type, Dsm::kLrcDiffLimitFieldNumber), -1)},
+                    "dsm.lrc_diff_limit", *why);
+    }
+  }
   if (auto why = CheckRange(base, bytes)) {
     // Blame the field the file gave; when it gave both, the size.
     if (!dsm.size().empty()) checker.Error({size_at, base_at}, "dsm.size", *why);
@@ -932,6 +939,10 @@ Settings MakeSettings(const Config& config, const Environment& env, const std::s
 
   // The shared range: the file, then the variables, then the two together.
   if (!dsm.size().empty()) (void)CheckSize(dsm.size(), settings.dsm_bytes);
+  if (!dsm.lrc_diff_limit().empty()) (void)CheckSize(dsm.lrc_diff_limit(), settings.lrc_diff_limit);
+  if (std::optional<std::string> limit = Get(env, "LMDX_LRC_DIFF_LIMIT")) {
+    if (auto why = CheckSize(*limit, settings.lrc_diff_limit)) Fail("LMDX_LRC_DIFF_LIMIT: " + *why);
+  }
   if (!dsm.base().empty()) (void)CheckBase(dsm.base(), settings.dsm_base);
   std::optional<std::string> size_text = Get(env, "LMDX_DSM_SIZE");
   std::optional<std::string> base_text = Get(env, "LMDX_DSM_BASE");

@@ -33,8 +33,12 @@ struct Counters {
   Counter pages_refetched{0};     // invalidated pages fetched again at the acquire
   Counter pages_prefetched{0};    // pages of a faulting page's coherence unit brought with it
   Counter protection_changes{0};  // mprotect calls (each over a run of pages)
-  Counter release_ns{0};          // time in the protocol at releases
-  Counter acquire_ns{0};          // time in the protocol at acquires
+  // lrc.
+  Counter diffs_fetched{0};    // other writers' diffs fetched at faults and by homes
+  Counter diffs_discarded{0};  // this node's diffs dropped by a garbage collection
+  Counter kept_diff_peak{0};   // the most bytes of diffs this node kept at once
+  Counter release_ns{0};       // time in the protocol at releases
+  Counter acquire_ns{0};       // time in the protocol at acquires
 
   static void Add(Counter& counter, std::uint64_t amount = 1) {
     counter.fetch_add(amount, std::memory_order_relaxed);

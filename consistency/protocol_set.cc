@@ -19,13 +19,14 @@ int HomeBasedTypeBase(HomeBasedKind kind) {
 ProtocolSet::ProtocolSet(net::Node& node, PageMemory& memory, PageTable& table, Counters& counters,
                          Settings settings) {
   protocols_.push_back(std::make_unique<ScProtocol>(node, memory, table, counters));
-  for (HomeBasedKind kind : {HomeBasedKind::kUpdate, HomeBasedKind::kRc, HomeBasedKind::kHlrc}) {
+  for (HomeBasedKind kind :
+       {HomeBasedKind::kUpdate, HomeBasedKind::kRc, HomeBasedKind::kHlrc, HomeBasedKind::kLrc}) {
     protocols_.push_back(std::make_unique<HomeBasedProtocol>(
         kind, HomeBasedTypeBase(kind), node, memory, table, counters, settings.home_based));
   }
 }
 
-std::vector<std::string_view> ProtocolSet::Names() { return {"sc", "update", "rc", "hlrc"}; }
+std::vector<std::string_view> ProtocolSet::Names() { return {"sc", "update", "rc", "lrc", "hlrc"}; }
 
 Protocol* ProtocolSet::Find(std::string_view name) const {
   for (const auto& protocol : protocols_) {

@@ -29,7 +29,7 @@ class ProtocolSet final : public sync::ConsistencyHooks {
 
   // The names a configuration may give, in the order docs/protocols.md describes them.
   static std::vector<std::string_view> Names();
-  // The protocol called name, or nullptr when there is none ("lrc" has none yet).
+  // The protocol called name, or nullptr when there is none.
   Protocol* Find(std::string_view name) const;
   void RegisterHandlers(net::Node& node);
 

@@ -22,14 +22,16 @@ wire::WriteNotices Parse(const std::string& payload) {
 
 std::uint64_t WriteNoticeLog::Close(std::span<const PageId> pages) {
   std::lock_guard lock(mutex_);
-  std::uint64_t interval = next_interval_++;
+  std::uint64_t interval = std::max(next_interval_, newest_received_ + 1);
+  next_interval_ = interval + 1;
   for (PageId page : pages) log_[{page, rank_}] = interval;
   return interval;
 }
 
-std::string WriteNoticeLog::Encode() const {
+std::string WriteNoticeLog::Encode(bool collect_diffs) const {
   wire::WriteNotices notices;
   notices.set_sender(rank_);
+  notices.set_collect_diffs(collect_diffs);
   std::lock_guard lock(mutex_);
   notices.mutable_pages()->Reserve(static_cast<int>(log_.size()));
   for (const auto& [key, interval] : log_) {
@@ -51,6 +53,7 @@ WriteNoticeLog::Received WriteNoticeLog::Merge(std::span<const std::string> payl
                                          " of a job of " + std::to_string(size_));
     }
     if (notices.has_sender()) received.senders.insert(notices.sender());
+    received.collect_diffs = received.collect_diffs || notices.collect_diffs();
     for (int sender : notices.merged_senders()) {
       if (sender < 0 || sender >= size_) {
         throw Error(LMDX_ERR_INTERNAL, "write notices merged from rank " + std::to_string(sender));
@@ -64,6 +67,7 @@ WriteNoticeLog::Received WriteNoticeLog::Merge(std::span<const std::string> payl
       }
       Key key{notices.pages(i), writer};
       std::uint64_t interval = notices.intervals(i);
+      newest_received_ = std::max(newest_received_, interval);
       std::uint64_t& logged = log_[key];
       logged = std::max(logged, interval);
       if (writer == rank_) continue;  // this node's own writes are in its own copy
@@ -72,6 +76,7 @@ WriteNoticeLog::Received WriteNoticeLog::Merge(std::span<const std::string> payl
       seen = interval;
       ++received.notices;
       received.pages.push_back(key.first);
+      received.news.push_back({key.first, writer, interval});
     }
   }
   std::sort(received.pages.begin(), received.pages.end());
@@ -96,10 +101,12 @@ void WriteNoticeLog::ForgetKnownEverywhere(std::span<const std::string> payloads
 std::string WriteNoticeLog::MergeEncoded(std::span<const std::string> payloads, int size) {
   std::map<Key, std::uint64_t> merged;
   std::set<int> senders;
+  bool collect_diffs = false;
   for (const std::string& payload : payloads) {
     if (payload.empty()) continue;
     wire::WriteNotices notices = Parse(payload);
     if (notices.has_sender()) senders.insert(notices.sender());
+    collect_diffs = collect_diffs || notices.collect_diffs();
     senders.insert(notices.merged_senders().begin(), notices.merged_senders().end());
     for (int i = 0; i < notices.pages_size(); ++i) {
       std::uint64_t& interval = merged[{notices.pages(i), notices.writers(i)}];
@@ -107,6 +114,7 @@ std::string WriteNoticeLog::MergeEncoded(std::span<const std::string> payloads, 
     }
   }
   wire::WriteNotices out;
+  out.set_collect_diffs(collect_diffs);
   for (int sender : senders) {
     if (sender < 0 || sender >= size) {
       throw Error(LMDX_ERR_INTERNAL, "write notices from rank " + std::to_string(sender));
@@ -119,6 +127,18 @@ std::string WriteNoticeLog::MergeEncoded(std::span<const std::string> payloads, 
     out.add_intervals(interval);
   }
   return out.SerializeAsString();
+}
+
+std::uint64_t WriteNoticeLog::NewestOf(std::span<const std::string> payloads, int writer) {
+  std::uint64_t newest = 0;
+  for (const std::string& payload : payloads) {
+    if (payload.empty()) continue;
+    wire::WriteNotices notices = Parse(payload);
+    for (int i = 0; i < notices.pages_size(); ++i) {
+      if (notices.writers(i) == writer) newest = std::max(newest, notices.intervals(i));
+    }
+  }
+  return newest;
 }
 
 std::size_t WriteNoticeLog::entries() const {

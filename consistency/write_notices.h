@@ -1,6 +1,8 @@
 // Write notices and intervals for the lazy protocols (blueprint section 6).
 //
-// A node's execution is cut into intervals at its releases; interval k of node w is numbered k.
+// A node's execution is cut into intervals at its releases. Intervals are numbered by a Lamport
+// clock: a node's next number exceeds every number it has received, so an interval that happened
+// before another has the smaller number, which orders the diffs of several writers (lrc).
 // A write notice (page, w, k) says that w wrote page in its interval k. An acquirer must drop its
 // copy of every page some interval it now follows wrote, unless it has already seen that notice.
 //
@@ -37,13 +39,21 @@ class WriteNoticeLog {
   // that wrote nothing opens no interval.
   std::uint64_t Close(std::span<const PageId> pages);
 
-  // The payload of a release: every notice the log holds.
-  std::string Encode() const;
+  // The payload of a release: every notice the log holds; collect_diffs asks for an lrc garbage
+  // collection.
+  std::string Encode(bool collect_diffs = false) const;
 
+  struct Notice {
+    PageId page;
+    int writer;
+    std::uint64_t interval;
+  };
   struct Received {
-    std::vector<PageId> pages;  // pages other nodes wrote that this node had not heard of
-    std::uint64_t notices = 0;  // notices that were news
-    std::set<int> senders;      // the nodes whose payloads these were
+    std::vector<PageId> pages;   // pages other nodes wrote that this node had not heard of
+    std::vector<Notice> news;    // the notices behind them
+    std::uint64_t notices = 0;   // notices that were news
+    std::set<int> senders;       // the nodes whose payloads these were
+    bool collect_diffs = false;  // some payload asked for a garbage collection (lrc)
   };
   // Takes the payloads an acquire brought: learns their notices (so it passes them on at its own
   // releases) and returns the pages to invalidate here. Throws lmdx::Error on a malformed payload.
@@ -57,6 +67,9 @@ class WriteNoticeLog {
   // writer) and names all their senders: a barrier's departure then carries one.
   static std::string MergeEncoded(std::span<const std::string> payloads, int size);
 
+  // The newest interval of writer that payloads name (0 if none).
+  static std::uint64_t NewestOf(std::span<const std::string> payloads, int writer);
+
   int size() const { return size_; }
   std::size_t entries() const;
 
@@ -66,6 +79,7 @@ class WriteNoticeLog {
   int size_;
   mutable std::mutex mutex_;
   std::uint64_t next_interval_ = 1;
+  std::uint64_t newest_received_ = 0;  // the Lamport clock's input
   std::map<Key, std::uint64_t> log_;   // newest interval known of each (page, writer)
   std::map<Key, std::uint64_t> seen_;  // newest interval acted on here, for other writers
 };

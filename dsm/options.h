@@ -48,6 +48,8 @@ struct Options {
   std::string heap_protocol = "sc";
   // hlrc: fetch again at an acquire the pages it invalidated that this node was using.
   bool refetch_at_acquire = true;
+  // lrc: the bytes of diffs a node keeps before it asks for a garbage collection.
+  std::uint64_t lrc_diff_limit = std::uint64_t{64} << 20;
   bool stats = false;
   std::string stats_json = "lmdx-stats.json";
 };

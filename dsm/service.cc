@@ -83,6 +83,7 @@ Service::Service(net::Node& node, Options options)
       table_(space_.page_count()) {
   consistency::ProtocolSet::Settings settings;
   settings.home_based.refetch_at_acquire = options_.refetch_at_acquire;
+  settings.home_based.lrc_diff_limit = options_.lrc_diff_limit;
   protocols_ =
       std::make_shared<consistency::ProtocolSet>(node_, *this, table_, counters_, settings);
   heap_protocol_ = &Named(options_.heap_protocol, "the shared heap");
@@ -481,6 +482,9 @@ wire::NodeStats Service::LocalStats() const {
   stats.set_updates_sent(value(counters_.updates_sent));
   stats.set_pages_refetched(value(counters_.pages_refetched));
   stats.set_pages_prefetched(value(counters_.pages_prefetched));
+  stats.set_diffs_fetched(value(counters_.diffs_fetched));
+  stats.set_diffs_discarded(value(counters_.diffs_discarded));
+  stats.set_kept_diff_peak(value(counters_.kept_diff_peak));
   stats.set_protection_changes(value(counters_.protection_changes));
   stats.set_release_ms(static_cast<double>(value(counters_.release_ns)) / 1e6);
   stats.set_acquire_ms(static_cast<double>(value(counters_.acquire_ns)) / 1e6);

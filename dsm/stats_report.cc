@@ -40,6 +40,16 @@ std::string FormatStatsTable(const wire::JobStats& job) {
                 node.pages_prefetched(), node.protection_changes(), node.release_ms(),
                 node.acquire_ms());
   }
+  bool lazy = false;
+  for (const auto& node : job.nodes())
+    lazy = lazy || node.diffs_fetched() + node.kept_diff_peak() > 0;
+  if (lazy) {
+    out += Line("%4s %13s %15s %14s\n", "rank", "diffs-fetched", "diffs-discarded", "kept-peak");
+    for (const auto& node : job.nodes()) {
+      out += Line("%4d %13lu %15lu %14lu\n", node.rank(), node.diffs_fetched(),
+                  node.diffs_discarded(), node.kept_diff_peak());
+    }
+  }
   out += "messages sent by type (frames / bytes, per rank)\n";
   std::map<std::string, std::map<int, std::pair<std::uint64_t, std::uint64_t>>> by_type;
   for (const auto& node : job.nodes()) {

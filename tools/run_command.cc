@@ -38,7 +38,7 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions& options) {
   run->add_option("--timeout", options.timeout, "stop the job after this many seconds (exit 124)")
       ->type_name("SECONDS");
   run->add_option("--protocol", options.protocol,
-                  "default consistency protocol of every node: sc, update, rc or hlrc "
+                  "default consistency protocol of every node: sc, update, rc, lrc or hlrc "
                   "(exported as LMDX_PROTOCOL; a dsm.region of the configuration still wins)")
       ->type_name("P");
   run->add_flag("--stats", options.stats,
@@ -70,15 +70,10 @@ std::chrono::milliseconds ParseTimeout(const std::string& text) {
 }
 
 void CheckProtocolName(const std::string& protocol) {
-  for (const char* known : {"sc", "update", "rc", "hlrc"}) {
+  for (const char* known : {"sc", "update", "rc", "lrc", "hlrc"}) {
     if (protocol == known) return;
   }
-  if (protocol == "lrc") {
-    throw UsageError(
-        "--protocol lrc: lazy release consistency is not in this LMDX yet; hlrc, its home-based "
-        "form, is (the protocols are sc, update, rc and hlrc)");
-  }
-  throw UsageError("--protocol needs one of sc, update, rc or hlrc, not '" + protocol + "'");
+  throw UsageError("--protocol needs one of sc, update, rc, lrc or hlrc, not '" + protocol + "'");
 }
 
 std::vector<std::string> AvailableSamples(const Paths& paths) {

@@ -87,29 +87,54 @@ void HomeBasedProtocol::Refetch(const std::vector<PageId>& pages) {
 }
 
 std::optional<std::string> HomeBasedProtocol::MergePayloads(std::span<const std::string> payloads) {
-  if (kind_ == HomeBasedKind::kHlrc) return WriteNoticeLog::MergeEncoded(payloads, node_.size());
+  if (kind_ == HomeBasedKind::kHlrc || kind_ == HomeBasedKind::kLrc) {
+    return WriteNoticeLog::MergeEncoded(payloads, node_.size());
+  }
   return Protocol::MergePayloads(payloads);
 }
 
 void HomeBasedProtocol::OnAcquire(const sync::SyncObject& object,
                                   std::span<const std::string> payloads) {
-  if (kind_ != HomeBasedKind::kHlrc) return;  // rc and update act at the release
+  // rc and update act at the release.
+  if (kind_ != HomeBasedKind::kHlrc && kind_ != HomeBasedKind::kLrc) return;
+  const bool lazy = kind_ == HomeBasedKind::kLrc;
   std::uint64_t start = MonotonicNs();
   std::unique_lock one_acquire(acquire_mutex_);
   WriteNoticeLog::Received received = notices_.Merge(payloads);
   Counters::Add(counters_.write_notices, received.notices);
+  if (lazy) LearnRequired(received);
   std::vector<PageId> to_drop;
+  std::vector<PageId> at_home;  // lrc: this node's own pages that it uses, to bring up to date
   for (PageId page : received.pages) {
     if (page >= table_.page_count()) continue;
-    // A page this node never held needs no work (and no look-up of its home).
+    // A page this node never held needs no work (and no look-up of its home); under lrc its
+    // home brings it up to date at the first touch.
     if (table_.access(page) == Access::kNone && !table_.busy(page)) continue;
-    if (HomeOf(page) != node_.rank()) to_drop.push_back(page);
+    if (HomeOf(page) != node_.rank()) {
+      to_drop.push_back(page);
+    } else if (lazy) {
+      at_home.push_back(page);
+    }
   }
   std::vector<PageId> were_in_use = Invalidate(to_drop, nullptr, /*wait_for_holders=*/true);
-  if (object.kind == sync::ObjectKind::kBarrier &&
-      received.senders.size() == static_cast<std::size_t>(notices_.size())) {
-    notices_.ForgetKnownEverywhere(payloads);
+  if (lazy) {
+    net::NoParkingScope holding_pages;
+    std::vector<PageId> held;
+    for (PageId page : at_home) {
+      std::unique_lock lock(table_.StripeMutex(page));
+      while (table_.busy(page)) table_.StripeChanged(page).wait(lock);
+      table_.set_busy(page, true);
+      held.push_back(page);
+    }
+    BringHomePagesUpToDate(held);
   }
+  const bool everyone = object.kind == sync::ObjectKind::kBarrier &&
+                        received.senders.size() == static_cast<std::size_t>(notices_.size());
+  if (everyone && lazy) {
+    net::NoParkingScope holding_pages;
+    CollectGarbageAtBarrier(payloads, received.collect_diffs);
+  }
+  if (everyone) notices_.ForgetKnownEverywhere(payloads);
   one_acquire.unlock();
   if (settings_.refetch_at_acquire && !were_in_use.empty()) Refetch(were_in_use);
   Counters::Add(counters_.acquire_ns, MonotonicNs() - start);

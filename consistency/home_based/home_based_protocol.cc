@@ -31,6 +31,7 @@ const char* HomeBasedProtocol::name() const {
     case HomeBasedKind::kUpdate: return "update";
     case HomeBasedKind::kRc: return "rc";
     case HomeBasedKind::kHlrc: return "hlrc";
+    case HomeBasedKind::kLrc: return "lrc";
   }
   return "?";
 }
@@ -71,6 +72,17 @@ void HomeBasedProtocol::Obtain(PageId page, Access wanted) {
     while (table_.busy(page)) table_.StripeChanged(page).wait(lock);
     Access now = table_.access(page);
     if (now >= wanted) return;
+    if (at_home && kind_ == HomeBasedKind::kLrc && HomeCopyLacksDiffs(page)) {
+      // Notices named this page before this node touched it: its copy takes their diffs first.
+      table_.set_busy(page, true);
+      lock.unlock();
+      {
+        net::NoParkingScope holding_a_page;
+        BringHomePagesUpToDate({page});
+      }
+      lock.lock();
+      continue;
+    }
     if (at_home) {
       OpenAtHome(page, wanted);
       return;
@@ -219,7 +231,9 @@ void HomeBasedProtocol::FetchAndInstall(const Batches& by_home) {
     std::vector<std::byte> staging;
     std::unique_ptr<net::Node::PendingRequest> request;
     std::optional<net::InboundMessage> reply;
+    wire::HbFetched fetched;
   };
+  const bool lazy = kind_ == HomeBasedKind::kLrc;
   std::vector<Fetch> fetches;
   fetches.reserve(by_home.size());
   std::optional<Error> failure;
@@ -229,10 +243,12 @@ void HomeBasedProtocol::FetchAndInstall(const Batches& by_home) {
     Fetch& fetch = fetches.emplace_back();
     fetch.home = home;
     fetch.pages = &pages;
-    {
+    fetch.own_writes.resize(pages.size());
+    if (!lazy) {
       std::lock_guard state(state_mutex_);
-      for (PageId page : pages) {
-        OwnDiffs& own = fetch.own_writes.emplace_back();
+      for (std::size_t i = 0; i < pages.size(); ++i) {
+        const PageId page = pages[i];
+        OwnDiffs& own = fetch.own_writes[i];
         if (auto sending = in_flight_.find(page); sending != in_flight_.end())
           own = sending->second;
         if (auto copy = states_.find(page); copy != states_.end()) {
@@ -263,23 +279,49 @@ void HomeBasedProtocol::FetchAndInstall(const Batches& by_home) {
       if (!fetch.reply->payload_placed) {
         std::memcpy(fetch.staging.data(), fetch.reply->payload, fetch.staging.size());
       }
+      if (!fetch.fetched.ParseFromString(fetch.reply->body) ||
+          (lazy && fetch.fetched.versions_size() != static_cast<int>(fetch.pages->size()))) {
+        throw Error(LMDX_ERR_INTERNAL,
+                    "a malformed answer to a page fetch from rank " + std::to_string(fetch.home));
+      }
     } catch (const Error& error) {
       if (!failure) failure = error;
       fetch.reply.reset();
+    }
+  }
+  // lrc: the diffs the home's copies lack, from their writers, and this node's own.
+  std::map<PageId, std::vector<DiffToApply>> lazy_diffs;
+  if (lazy) {
+    std::map<PageId, Version> versions;
+    for (Fetch& fetch : fetches) {
+      if (!fetch.reply) continue;
+      for (std::size_t i = 0; i < fetch.pages->size(); ++i) {
+        const auto& version = fetch.fetched.versions(static_cast<int>(i));
+        Version& held = versions[(*fetch.pages)[i]];
+        for (int k = 0; k < version.writers_size() && k < version.intervals_size(); ++k) {
+          held[version.writers(k)] = version.intervals(k);
+        }
+      }
+    }
+    try {
+      auto missing = MissingDiffs(versions);
+      // A writer discarded diffs after the home answered: the pages stay without access, and
+      // the next touch fetches them again from the home, which has those diffs by then.
+      if (!missing) {
+        for (Fetch& fetch : fetches) fetch.reply.reset();
+      } else {
+        lazy_diffs = std::move(*missing);
+      }
+    } catch (const Error& error) {
+      if (!failure) failure = error;
+      for (Fetch& fetch : fetches) fetch.reply.reset();
     }
   }
   // Contents first, then one protection change per run of pages, then the access: the pages
   // stay busy throughout, so no thread of this node sees a page before it is whole.
   std::vector<PageId> opened;
   for (Fetch& fetch : fetches) {
-    wire::HbFetched fetched;
-    if (fetch.reply && !fetched.ParseFromString(fetch.reply->body)) {
-      if (!failure) {
-        failure = Error(LMDX_ERR_INTERNAL, "a malformed answer to a page fetch from rank " +
-                                               std::to_string(fetch.home));
-      }
-      fetch.reply.reset();
-    }
+    const wire::HbFetched& fetched = fetch.fetched;
     for (std::size_t i = 0; i < fetch.pages->size(); ++i) {
       PageId page = (*fetch.pages)[i];
       std::lock_guard lock(table_.StripeMutex(page));
@@ -296,6 +338,12 @@ void HomeBasedProtocol::FetchAndInstall(const Batches& by_home) {
       for (const auto& own : fetch.own_writes[i]) {
         if (own->batch == 0 || own->batch > fetched.applied_batch()) {
           ApplyDiff(own->bytes, memory_.SystemView(page), page_bytes);
+        }
+      }
+      if (lazy) {
+        for (const DiffToApply& diff : lazy_diffs[page]) {
+          ApplyDiff(diff.bytes, memory_.SystemView(page), page_bytes);
+          if (diff.writer != node_.rank()) Counters::Add(counters_.diffs_applied);
         }
       }
       Counters::Add(counters_.pages_fetched);

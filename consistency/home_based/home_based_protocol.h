@@ -17,6 +17,12 @@
 //   notices travel with the synchronisation (lock grant, semaphore unit, barrier departure) and
 //   the acquirer invalidates the pages they name. Pages it was using are fetched again at once,
 //   one message per home, while their homes wait at the same synchronisation anyway.
+// - lrc (lazy release consistency, TreadMarks): as hlrc, but a release keeps its diffs, numbered
+//   by interval, and sends nothing; a fault fetches the page from its home (the copy a garbage
+//   collection last brought up to date, with the intervals it holds) and the missing diffs from
+//   their writers, and applies them in the order of their intervals. A home brings its own pages
+//   up to date at the acquire that names them. When a node's diffs pass a limit, the next barrier
+//   every node passes has every home gather its pages' diffs, and the barrier after discards them.
 //
 // Several threads of a node share its copy: a release by any of them sends the node's writes so
 // far; a page invalidated while this node holds unsent writes to it keeps them as a diff, sent at
@@ -43,13 +49,15 @@
 
 namespace lmdx::consistency {
 
-enum class HomeBasedKind { kUpdate, kRc, kHlrc };
+enum class HomeBasedKind { kUpdate, kRc, kHlrc, kLrc };
 
 class HomeBasedProtocol final : public Protocol {
  public:
   struct Settings {
-    // hlrc: refetch at the acquire the pages it invalidated that this node was using.
+    // hlrc, lrc: refetch at the acquire the pages it invalidated that this node was using.
     bool refetch_at_acquire = true;
+    // lrc: the bytes of diffs a node keeps before it asks for a garbage collection.
+    std::uint64_t lrc_diff_limit = 64 << 20;
   };
   // Message types [type_base, type_base + 4) are this protocol's.
   HomeBasedProtocol(HomeBasedKind kind, int type_base, net::Node& node, PageMemory& memory,
@@ -135,6 +143,36 @@ class HomeBasedProtocol final : public Protocol {
   // Fetches again, in one message per home, the pages an acquire invalidated that were in use.
   void Refetch(const std::vector<PageId>& pages);
 
+  // ---- lrc (lazy.cc)
+  // A diff this node made, kept until a garbage collection; interval 0 until its release closes.
+  struct KeptDiff {
+    std::uint64_t interval = 0;
+    Diff bytes;
+  };
+  using Version = std::map<int, std::uint64_t>;  // writer -> newest interval of its diffs held
+  // One diff to apply over a copy, in interval order (this node's unnumbered ones last).
+  struct DiffToApply {
+    std::uint64_t interval;
+    int writer;
+    std::vector<std::uint8_t> bytes;
+  };
+  void KeepDiff(PageId page, Diff diff);         // caller holds state_mutex_
+  void NumberKeptDiffs(std::uint64_t interval);  // the release's interval
+  // The diffs a copy of each page holding `versions` lacks: other writers' (fetched from them,
+  // one request per writer), then this node's own. Empty optional: a writer discarded some of
+  // them, and the page must be fetched again.
+  std::optional<std::map<PageId, std::vector<DiffToApply>>> MissingDiffs(
+      const std::map<PageId, Version>& versions);
+  void AppendOwnDiffs(PageId page, const Version& version, std::vector<DiffToApply>& out);
+  // lrc at a home: applies to its own copies of pages (held by the caller) what they lack.
+  void BringHomePagesUpToDate(const std::vector<PageId>& pages);
+  bool HomeCopyLacksDiffs(PageId page);
+  void LearnRequired(const WriteNoticeLog::Received& received);
+  // At a barrier every node passed: discards what the previous collection gathered, and with
+  // asked (some node holds too many diffs) gathers this node's home pages' diffs.
+  void CollectGarbageAtBarrier(std::span<const std::string> payloads, bool asked);
+  void ServeLazyDiffs(net::InboundMessage& message, const net::ReplyTo& to);
+
   // ---- serving other nodes (serving.cc)
   void ServeFetch(net::InboundMessage& message, const net::ReplyTo& to);
   void ServeDiffs(net::InboundMessage& message, const net::ReplyTo& to);
@@ -162,7 +200,15 @@ class HomeBasedProtocol final : public Protocol {
   std::map<PageId, OwnDiffs> in_flight_;        // guarded by state_mutex_
   std::vector<std::uint64_t> batches_sent_;     // per home, kDiffs batches numbered so far
   std::vector<std::uint64_t> batches_applied_;  // per writer, at this home (progress thread)
-  std::mutex flush_mutex_;                      // one release of this node at a time
+  // lrc, guarded by state_mutex_.
+  std::unordered_map<PageId, std::vector<KeptDiff>> kept_diffs_;  // this node's, by page
+  std::uint64_t kept_diff_bytes_ = 0;
+  std::vector<PageId> unnumbered_;  // pages with kept diffs whose release has not closed
+  std::unordered_map<PageId, std::uint64_t> discarded_upto_;  // this node's diffs gone, by page
+  std::unordered_map<PageId, Version> required_;          // newest interval heard of, other writers
+  std::unordered_map<PageId, Version> home_version_;      // at the home: what its copy holds
+  std::optional<std::uint64_t> discard_at_next_barrier_;  // a collection's intervals
+  std::mutex flush_mutex_;                                // one release of this node at a time
   // One acquire of this node at a time: a thread whose acquire brings notices another thread of
   // the node has just taken must not go on before that thread has dropped the pages they name.
   std::mutex acquire_mutex_;

@@ -133,10 +133,18 @@ HomeBasedProtocol::Flushed HomeBasedProtocol::Flush() {
     in_flight_.clear();
   });
   std::map<PageId, OwnDiffs> saved;
+  std::vector<PageId> kept;  // lrc: pages whose diffs this node keeps
+  const bool lazy = kind_ == HomeBasedKind::kLrc;
   {
     std::lock_guard state(state_mutex_);
     for (auto& [page, copy] : states_) {
       if (copy.saved.empty()) continue;
+      if (lazy) {
+        for (const auto& diff : copy.saved) KeepDiff(page, std::move(diff->bytes));
+        copy.saved.clear();
+        kept.push_back(page);
+        continue;
+      }
       in_flight_[page] = copy.saved;
       saved[page] = std::move(copy.saved);
       copy.saved.clear();
@@ -183,6 +191,9 @@ HomeBasedProtocol::Flushed HomeBasedProtocol::Flush() {
       if (home == self) {
         written_at_home.push_back(page);
         if (kind_ == HomeBasedKind::kUpdate) home_diffs[-1].emplace_back(page, std::move(own));
+      } else if (lazy) {
+        KeepDiff(page, std::move(own->bytes));
+        kept.push_back(page);
       } else {
         in_flight_[page].push_back(own);
         to_homes[home].emplace_back(page, std::move(own));
@@ -205,6 +216,11 @@ HomeBasedProtocol::Flushed HomeBasedProtocol::Flush() {
     for (const auto& entry : diffs) flushed.written.push_back(entry.first);
   }
   flushed.written.insert(flushed.written.end(), written_at_home.begin(), written_at_home.end());
+  // lrc sends nothing: its diffs wait here for the faults that want them.
+  if (lazy) {
+    flushed.written.insert(flushed.written.end(), kept.begin(), kept.end());
+    return flushed;
+  }
 
   // 3. The diffs to their homes, one message per home; every home has applied them when this
   //    returns, so a node that later fetches a page from its home sees these writes.
@@ -268,12 +284,20 @@ std::string HomeBasedProtocol::OnRelease(const sync::SyncObject&) {
   std::lock_guard one_release(flush_mutex_);
   Flushed flushed = Flush();
   std::string payload;
-  if (kind_ == HomeBasedKind::kHlrc) {
+  if (kind_ == HomeBasedKind::kHlrc || kind_ == HomeBasedKind::kLrc) {
     std::sort(flushed.written.begin(), flushed.written.end());
     flushed.written.erase(std::unique(flushed.written.begin(), flushed.written.end()),
                           flushed.written.end());
-    if (!flushed.written.empty()) notices_.Close(flushed.written);
-    payload = notices_.Encode();
+    if (!flushed.written.empty()) {
+      std::uint64_t interval = notices_.Close(flushed.written);
+      if (kind_ == HomeBasedKind::kLrc) NumberKeptDiffs(interval);
+    }
+    bool collect = false;
+    if (kind_ == HomeBasedKind::kLrc) {
+      std::lock_guard state(state_mutex_);
+      collect = kept_diff_bytes_ > settings_.lrc_diff_limit;
+    }
+    payload = notices_.Encode(collect);
   }
   Counters::Add(counters_.release_ns, MonotonicNs() - start);
   return payload;

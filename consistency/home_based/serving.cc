@@ -90,6 +90,15 @@ void HomeBasedProtocol::ServeFetch(net::InboundMessage& message, const net::Repl
       if (found != states_.end()) found->second.twin.reset();
     }
     std::memcpy(contents->data() + i * page_bytes, memory_.SystemView(page), page_bytes);
+    if (kind_ == HomeBasedKind::kLrc) {
+      // The copy and the intervals it holds, read under the same page lock that guards both.
+      auto* version = fetched.add_versions();
+      std::lock_guard state(state_mutex_);
+      for (const auto& [writer, interval] : home_version_[page]) {
+        version->add_writers(writer);
+        version->add_intervals(interval);
+      }
+    }
   }
   Counters::Add(counters_.directory_requests);
   node_.Reply(to, fetched.SerializeAsString(),
@@ -138,10 +147,11 @@ void HomeBasedProtocol::ServeUpdate(net::InboundMessage& message, const net::Rep
 
 void HomeBasedProtocol::RegisterHandlers(net::Node& node) {
   // The names are kept by pointer, so they are literals.
-  static constexpr const char* kNames[3][internal::kTypesPerProtocol] = {
+  static constexpr const char* kNames[4][internal::kTypesPerProtocol] = {
       {"update-fetch", "update-diffs", "update-invalidate", "update-update"},
       {"rc-fetch", "rc-diffs", "rc-invalidate", "rc-update"},
-      {"hlrc-fetch", "hlrc-diffs", "hlrc-invalidate", "hlrc-update"}};
+      {"hlrc-fetch", "hlrc-diffs", "hlrc-invalidate", "hlrc-update"},
+      {"lrc-fetch", "lrc-diffs", "lrc-invalidate", "lrc-update"}};
   for (int offset = 0; offset < internal::kTypesPerProtocol; ++offset) {
     net::SetMessageTypeName(Type(offset), kNames[static_cast<int>(kind_)][offset]);
   }
@@ -149,7 +159,12 @@ void HomeBasedProtocol::RegisterHandlers(net::Node& node) {
     if (to != nullptr) ServeFetch(message, *to);
   });
   node.Handle(Type(kDiffs), [this](net::InboundMessage& message, const net::ReplyTo* to) {
-    if (to != nullptr) ServeDiffs(message, *to);
+    if (to == nullptr) return;
+    if (kind_ == HomeBasedKind::kLrc) {
+      ServeLazyDiffs(message, *to);  // lrc: a fault asks a writer for its diffs
+    } else {
+      ServeDiffs(message, *to);  // a release's diffs for their home
+    }
   });
   node.Handle(Type(kInvalidate), [this](net::InboundMessage& message, const net::ReplyTo* to) {
     if (to == nullptr) return;

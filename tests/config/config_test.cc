@@ -199,6 +199,16 @@ TEST(ConfigTest, CoherenceUnitsComeFromTheRegionElseTheDsm) {
   EXPECT_EQ(SettingsFromText("dsm { }", "p.conf").ForVariable("x").unit_pages, 1u);
 }
 
+TEST(ConfigTest, TheLrcDiffLimitIsASize) {
+  EXPECT_EQ(SettingsFromText("dsm { }", "p.conf").lrc_diff_limit, std::uint64_t{64} << 20);
+  EXPECT_EQ(SettingsFromText("dsm { lrc_diff_limit: \"1M\" }", "p.conf").lrc_diff_limit,
+            std::uint64_t{1} << 20);
+  EXPECT_EQ(
+      ParseError("dsm {\n  lrc_diff_limit: \"lots\"\n}"),
+      "job.conf:2:3: dsm.lrc_diff_limit: \"lots\" is not a size; write a whole number of bytes "
+      "with an optional K, M, G or T, like \"64G\"");
+}
+
 TEST(ConfigTest, ACoherenceUnitOutsideItsRangeIsNamed) {
   EXPECT_EQ(ParseError("dsm {\n  unit: 257\n}"),
             "job.conf:2:3: dsm.unit: a coherence unit holds 1 to 256 pages, not 257");
@@ -343,7 +353,7 @@ TEST(ConfigTest, SyntaxErrorsHaveLineAndColumn) {
 TEST(ConfigTest, UnknownFieldsAreErrors) {
   EXPECT_EQ(ParseError("dsm {\n  sise: \"1G\"\n}"),
             "job.conf:2:3: unknown field \"sise\" in dsm (known: size, base, protocol, home, "
-            "region or unit)");
+            "region, unit or lrc_diff_limit)");
   EXPECT_EQ(ParseError("\n\n   statistics { enabled: true }"),
             "job.conf:3:4: unknown field \"statistics\" at the top level (known: dsm, stats, "
             "threads, network, module or link)");
@@ -353,7 +363,7 @@ TEST(ConfigTest, UnknownFieldsAreErrors) {
   // Columns count a tab as protobuf does: to the next multiple of 8, as compilers show them.
   EXPECT_EQ(ParseError("dsm\t{\tsise: \"1G\" }"),
             "job.conf:1:17: unknown field \"sise\" in dsm (known: size, base, protocol, home, "
-            "region or unit)");
+            "region, unit or lrc_diff_limit)");
   EXPECT_EQ(ParseError("network { pair { c: 1 } }"),
             "job.conf:1:18: unknown field \"c\" in network.pair (known: a, b or transport)");
 }

@@ -1,6 +1,6 @@
 // The DSM in real jobs of real node processes, through the launcher: every scenario of
 // programs/dsm_checks.cc compares shared memory with what a sequential run computes, under every
-// consistency protocol (sc, update, rc, hlrc).
+// consistency protocol (sc, update, rc, lrc, hlrc).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -58,7 +58,7 @@ void ExpectVerified(const JobResult& job, const std::string& scenario, int nodes
 
 // Every scenario runs under each protocol (LMDX_PROTOCOL sets the default of every variable and
 // of the heap).
-const char* const kProtocols[] = {"sc", "update", "rc", "hlrc"};
+const char* const kProtocols[] = {"sc", "update", "rc", "lrc", "hlrc"};
 
 using Case = std::tuple<const char*, int>;  // protocol, nodes
 

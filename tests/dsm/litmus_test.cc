@@ -64,7 +64,7 @@ JobResult ExpectVerified(const std::string& scenario, int nodes, int iterations,
 }
 
 // The protocols every data-race-free scenario runs under.
-const char* const kProtocols[] = {"sc", "update", "rc", "hlrc"};
+const char* const kProtocols[] = {"sc", "update", "rc", "lrc", "hlrc"};
 
 using Case = std::tuple<const char*, int>;  // protocol, nodes
 
@@ -263,7 +263,50 @@ TEST_P(CoherenceUnits, AReadFaultBringsItsUnitAndReadersSeeTheData) {
   ExpectVerified("mp_barrier", 4, 4, {"--config", conf});
 }
 
-INSTANTIATE_TEST_SUITE_P(Protocols, CoherenceUnits, ::testing::Values("update", "rc", "hlrc"));
+INSTANTIATE_TEST_SUITE_P(Protocols, CoherenceUnits,
+                         ::testing::Values("update", "rc", "lrc", "hlrc"));
+
+// The largest value of one column of the statistics table over its ranks.
+std::uint64_t StatsColumnMax(const std::string& output, const std::string& column) {
+  std::istringstream lines(output);
+  std::string line;
+  std::optional<std::size_t> at;
+  std::uint64_t most = 0;
+  while (std::getline(lines, line)) {
+    std::istringstream words(line);
+    std::vector<std::string> cells{std::istream_iterator<std::string>(words), {}};
+    if (!cells.empty() && cells[0] == "rank") {
+      auto found = std::find(cells.begin(), cells.end(), column);
+      at = found == cells.end() ? std::nullopt : std::optional<std::size_t>(found - cells.begin());
+    } else if (at && *at < cells.size() && !cells.empty() &&
+               std::isdigit(static_cast<unsigned char>(cells[0][0]))) {
+      most = std::max<std::uint64_t>(most, std::stoull(cells[*at]));
+    } else {
+      at.reset();
+    }
+  }
+  return most;
+}
+
+// lrc keeps every diff at its writer until a garbage collection: with a limit of 16 KiB, the
+// barriers gather them at the homes and discard them, the diffs kept stay within a few times the
+// limit, and the data stays the reference's; without it they grow with the run.
+TEST(LrcGarbageCollection, KeepsTheDiffsNearTheLimitAndTheDataRight) {
+  ScopedEnv protocol("LMDX_PROTOCOL", "lrc");
+  constexpr std::uint64_t kBound = 8 * 16 * 1024;
+  {
+    ScopedEnv limit("LMDX_LRC_DIFF_LIMIT", "16K");
+    JobResult job = ExpectVerified("false_sharing", 4, 60, {"--stats"});
+    const std::string stats = job.out + job.err;
+    EXPECT_GT(StatsColumnSum(stats, "diffs-discarded"), 0u) << stats;
+    EXPECT_GT(StatsColumnMax(stats, "kept-peak"), 0u) << stats;
+    EXPECT_LT(StatsColumnMax(stats, "kept-peak"), kBound) << stats;
+  }
+  JobResult unlimited = ExpectVerified("false_sharing", 4, 60, {"--stats"});
+  const std::string stats = unlimited.out + unlimited.err;
+  EXPECT_EQ(StatsColumnSum(stats, "diffs-discarded"), 0u) << stats;
+  EXPECT_GT(StatsColumnMax(stats, "kept-peak"), kBound) << stats;
+}
 
 }  // namespace
 }  // namespace lmdx::testing

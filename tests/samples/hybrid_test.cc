@@ -133,15 +133,14 @@ TEST(HybridConfigTest, AModuleTheProgramHasNoEntryForIsNamedOnEveryRank) {
       << job.err;
 }
 
-TEST(HybridConfigTest, AProtocolThisLmdxLacksIsNamedWithTheModule) {
+TEST(HybridConfigTest, TheWorkersModulesProtocolRunsItsSharedMatrix) {
   std::string conf = VariantOf("lrc.conf", "protocol: SC", "protocol: LRC");
-  JobResult job = RunJob(Hybrid(), 4, {}, {"--config", conf}, std::chrono::seconds(60));
-  EXPECT_NE(job.exit_code, 0);
-  EXPECT_NE(job.err.find("lmdx_shared_var: \"hybrid.matrix\" asks for protocol \"lrc\" (the "
-                         "protocol of module \"workers\"), which this LMDX does not have yet (it "
-                         "has: sc, update, rc, hlrc)\n"),
-            std::string::npos)
-      << job.err;
+  JobResult job = RunJob(Hybrid(), 4, {}, {"--config", conf, "--stats"}, std::chrono::seconds(60));
+  EXPECT_EQ(job.exit_code, 0) << job.out << job.err;
+  EXPECT_NE(job.out.find("verified\n"), std::string::npos) << job.out << job.err;
+  // The workers' matrix moved under lrc (its faults fetch from homes and writers), not sc.
+  EXPECT_NE((job.out + job.err).find("  lrc-fetch "), std::string::npos) << job.out << job.err;
+  EXPECT_EQ((job.out + job.err).find("  sc-fetch "), std::string::npos) << job.out << job.err;
 }
 
 TEST(HybridConfigTest, MistakesInTheFileStopTheLauncherBeforeAnyNode) {

@@ -7,8 +7,8 @@
 //   memory:   (modules.conf) the master's shared-memory calls are LMDX_ERR_MISUSE naming its
 //             module; the workers' work and their variable is shared among them.
 //   malloc-fatal: (modules.conf) the master calls lmdx_malloc in the default error mode.
-//   protocol: (lrc.conf) a module asking for lrc: its variables and heap fail naming it, a
-//             region naming sc wins.
+//   protocol: (lrc.conf) a module asking for lrc: its variables take it, its heap memory fails
+//             naming it (the heap runs dsm.protocol), a region naming sc wins.
 //   entries:  (modules.conf) lmdx_run_modules with bad tables.
 //   run:      (modules.conf) lmdx_run_modules runs each rank's entry with the arguments; the
 //             master's entry returns 7.
@@ -168,8 +168,11 @@ void MallocFatal() {
 void Protocol() {
   if (IsMaster()) return;
   lmdx_set_error_mode(LMDX_ERRORS_RETURN);
-  Expect(lmdx_shared_var("plain", 64) == nullptr, "a variable under lrc");
-  SayError();
+  auto* plain = static_cast<volatile char*>(lmdx_shared_var("plain", 64));
+  Expect(plain != nullptr, "a variable under the module's lrc");
+  plain[lmdx_module_rank()] = 'x';
+  Expect(plain[lmdx_module_rank()] == 'x', "a write to a variable under lrc");
+  Say("lrc variable ok");
   Expect(lmdx_malloc(64) == nullptr, "heap memory under lrc");
   SayError();
   Expect(lmdx_shared_var("sc_var", 64) != nullptr, "the sc region failed");
