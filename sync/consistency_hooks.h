@@ -7,6 +7,7 @@
 #ifndef LMDX_SYNC_CONSISTENCY_HOOKS_H_
 #define LMDX_SYNC_CONSISTENCY_HOOKS_H_
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
@@ -26,6 +27,9 @@ const char* KindName(ObjectKind kind);
 struct SyncObject {
   ObjectKind kind;
   std::string_view name;
+  // Barriers, at an acquire: the round the departure ends (several threads of a node that pass
+  // one round each see the same number). 0 otherwise.
+  std::uint64_t round = 0;
 };
 
 class ConsistencyHooks {

@@ -576,7 +576,7 @@ void Service::Barrier(Object* barrier) {
   }
   WaitFor(*waiter);
   passes[barrier] = waiter->round + 1;
-  hooks->OnAcquire({ObjectKind::kBarrier, barrier->name}, waiter->payloads);
+  hooks->OnAcquire({ObjectKind::kBarrier, barrier->name, waiter->round}, waiter->payloads);
 }
 
 void Service::BarrierArriveLocked(int source, const wire::SyncMessage& message, Actions& actions) {
@@ -686,7 +686,7 @@ void Service::BarrierAll() {
   }
   Run(actions);
   WaitFor(*waiter);
-  hooks->OnAcquire({ObjectKind::kBarrier, kBarrierAllName}, waiter->payloads);
+  hooks->OnAcquire({ObjectKind::kBarrier, kBarrierAllName, waiter->round}, waiter->payloads);
 }
 
 void Service::AllTryAdvanceLocked(std::uint64_t epoch, Actions& actions) {

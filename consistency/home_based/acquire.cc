@@ -132,7 +132,7 @@ void HomeBasedProtocol::OnAcquire(const sync::SyncObject& object,
                         received.senders.size() == static_cast<std::size_t>(notices_.size());
   if (everyone && lazy) {
     net::NoParkingScope holding_pages;
-    CollectGarbageAtBarrier(payloads, received.collect_diffs);
+    CollectGarbageAtBarrier(object, payloads, received.collect_diffs);
   }
   if (everyone) notices_.ForgetKnownEverywhere(payloads);
   one_acquire.unlock();

@@ -170,7 +170,8 @@ class HomeBasedProtocol final : public Protocol {
   void LearnRequired(const WriteNoticeLog::Received& received);
   // At a barrier every node passed: discards what the previous collection gathered, and with
   // asked (some node holds too many diffs) gathers this node's home pages' diffs.
-  void CollectGarbageAtBarrier(std::span<const std::string> payloads, bool asked);
+  void CollectGarbageAtBarrier(const sync::SyncObject& barrier,
+                               std::span<const std::string> payloads, bool asked);
   void ServeLazyDiffs(net::InboundMessage& message, const net::ReplyTo& to);
 
   // ---- serving other nodes (serving.cc)
@@ -205,10 +206,19 @@ class HomeBasedProtocol final : public Protocol {
   std::uint64_t kept_diff_bytes_ = 0;
   std::vector<PageId> unnumbered_;  // pages with kept diffs whose release has not closed
   std::unordered_map<PageId, std::uint64_t> discarded_upto_;  // this node's diffs gone, by page
-  std::unordered_map<PageId, Version> required_;          // newest interval heard of, other writers
-  std::unordered_map<PageId, Version> home_version_;      // at the home: what its copy holds
-  std::optional<std::uint64_t> discard_at_next_barrier_;  // a collection's intervals
-  std::mutex flush_mutex_;                                // one release of this node at a time
+  std::unordered_map<PageId, Version> required_;      // newest interval heard of, other writers
+  std::unordered_map<PageId, Version> home_version_;  // at the home: what its copy holds
+  // Garbage collection, under acquire_mutex_: the barrier round whose departure gathered the
+  // diffs at the homes, and the newest interval of this node's then gathered. Every thread that
+  // passes a later round of that barrier passed that round first, its gathering included.
+  struct Gathered {
+    std::string barrier;
+    std::uint64_t round;
+    std::uint64_t upto;
+  };
+  std::optional<Gathered> gathered_;
+  std::map<std::string, std::uint64_t, std::less<>> collected_round_;  // per barrier, handled
+  std::mutex flush_mutex_;  // one release of this node at a time
   // One acquire of this node at a time: a thread whose acquire brings notices another thread of
   // the node has just taken must not go on before that thread has dropped the pages they name.
   std::mutex acquire_mutex_;

@@ -103,8 +103,8 @@ HomeBasedProtocol::MissingDiffs(const std::map<PageId, Version>& versions) {
       wire::LazyDiffs diffs;
       if (!diffs.ParseFromString(reply.body) || diffs.pages_size() != diffs.intervals_size() ||
           diffs.pages_size() != diffs.lengths_size()) {
-        throw Error(LMDX_ERR_INTERNAL, "a malformed answer to a diff request from rank " +
-                                           std::to_string(writer));
+        throw Error(LMDX_ERR_INTERNAL,
+                    "a malformed answer to a diff request from rank " + std::to_string(writer));
       }
       gone = gone || diffs.gone();
       std::uint64_t at = 0;
@@ -116,7 +116,8 @@ HomeBasedProtocol::MissingDiffs(const std::map<PageId, Version>& versions) {
         }
         const std::uint8_t* bytes = reply.payload + at;
         missing[diffs.pages(i)].push_back(
-            {diffs.intervals(i), writer, std::vector<std::uint8_t>(bytes, bytes + diffs.lengths(i))});
+            {diffs.intervals(i), writer,
+             std::vector<std::uint8_t>(bytes, bytes + diffs.lengths(i))});
         at += diffs.lengths(i);
       }
       Counters::Add(counters_.diffs_fetched, static_cast<std::uint64_t>(diffs.pages_size()));
@@ -207,13 +208,18 @@ void HomeBasedProtocol::LearnRequired(const WriteNoticeLog::Received& received) 
   }
 }
 
-void HomeBasedProtocol::CollectGarbageAtBarrier(std::span<const std::string> payloads,
-                                                bool asked) {
+void HomeBasedProtocol::CollectGarbageAtBarrier(const sync::SyncObject& barrier,
+                                                std::span<const std::string> payloads, bool asked) {
   const int self = node_.rank();
-  if (discard_at_next_barrier_) {
-    // Every home gathered these at the previous such barrier, before any node could get here.
-    const std::uint64_t upto = *discard_at_next_barrier_;
-    discard_at_next_barrier_.reset();
+  // Several threads of this node may pass one round: the first acts for the node.
+  auto handled = collected_round_.find(barrier.name);
+  if (handled != collected_round_.end() && barrier.round <= handled->second) return;
+  collected_round_[std::string(barrier.name)] = barrier.round;
+  if (gathered_ && gathered_->barrier == barrier.name && barrier.round > gathered_->round) {
+    // Every home gathered these diffs in that earlier round, before any of its threads could
+    // arrive at this one.
+    const std::uint64_t upto = gathered_->upto;
+    gathered_.reset();
     std::lock_guard state(state_mutex_);
     for (auto it = kept_diffs_.begin(); it != kept_diffs_.end();) {
       std::vector<KeptDiff>& diffs = it->second;
@@ -256,15 +262,16 @@ void HomeBasedProtocol::CollectGarbageAtBarrier(std::span<const std::string> pay
     held.push_back(page);
   }
   BringHomePagesUpToDate(held);
-  discard_at_next_barrier_ = WriteNoticeLog::NewestOf(payloads, self);
+  gathered_ =
+      Gathered{std::string(barrier.name), barrier.round, WriteNoticeLog::NewestOf(payloads, self)};
 }
 
 void HomeBasedProtocol::ServeLazyDiffs(net::InboundMessage& message, const net::ReplyTo& to) {
   wire::LazyDiffsWanted wanted;
   if (!wanted.ParseFromString(message.body) || wanted.pages_size() != wanted.after_size() ||
       wanted.pages_size() != wanted.upto_size()) {
-    throw Error(LMDX_ERR_INTERNAL, "a malformed diff request from rank " +
-                                       std::to_string(message.header.source));
+    throw Error(LMDX_ERR_INTERNAL,
+                "a malformed diff request from rank " + std::to_string(message.header.source));
   }
   wire::LazyDiffs answer;
   auto payload = std::make_shared<std::vector<std::uint8_t>>();

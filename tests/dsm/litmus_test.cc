@@ -302,6 +302,12 @@ TEST(LrcGarbageCollection, KeepsTheDiffsNearTheLimitAndTheDataRight) {
     EXPECT_GT(StatsColumnMax(stats, "kept-peak"), 0u) << stats;
     EXPECT_LT(StatsColumnMax(stats, "kept-peak"), kBound) << stats;
   }
+  {
+    // Threads of a node pass each round of a barrier together: the node collects once a round.
+    ScopedEnv limit("LMDX_LRC_DIFF_LIMIT", "4K");
+    JobResult job = ExpectVerified("lmdx_threads", 4, 30, {"--stats"});
+    EXPECT_GT(StatsColumnSum(job.out + job.err, "diffs-discarded"), 0u) << job.out << job.err;
+  }
   JobResult unlimited = ExpectVerified("false_sharing", 4, 60, {"--stats"});
   const std::string stats = unlimited.out + unlimited.err;
   EXPECT_EQ(StatsColumnSum(stats, "diffs-discarded"), 0u) << stats;
