@@ -45,6 +45,41 @@ TEST(WriteNoticesTest, IntervalsAreNumberedFromOneInReleaseOrder) {
   EXPECT_EQ(log.size(), 2);
 }
 
+TEST(WriteNoticesTest, IntervalsFollowALamportClockAcrossNodes) {
+  // a closes 1, 2, 3; b, having heard of a's 3, numbers its next interval past it, and a, having
+  // heard of b's, past that: an interval that happened before another has the smaller number.
+  WriteNoticeLog a(0, 2);
+  WriteNoticeLog b(1, 2);
+  a.Close(Pages{1});
+  a.Close(Pages{1});
+  EXPECT_EQ(a.Close(Pages{2}), 3u);
+  EXPECT_EQ(b.Close(Pages{5}), 1u);  // concurrent with a's: any number
+  Acquire(b, a.Encode());
+  EXPECT_EQ(b.Close(Pages{1}), 4u);
+  Acquire(a, b.Encode());
+  EXPECT_EQ(a.Close(Pages{2}), 5u);
+  // Never backwards for one node, whatever it hears.
+  Acquire(b, Payload(0, {9}, {0}, {2}));
+  EXPECT_EQ(b.Close(Pages{3}), 5u);
+  // The newest interval of one writer that payloads name.
+  std::vector<std::string> payloads = {a.Encode(), b.Encode()};
+  EXPECT_EQ(WriteNoticeLog::NewestOf(payloads, 0), 5u);
+  EXPECT_EQ(WriteNoticeLog::NewestOf(payloads, 1), 5u);
+}
+
+TEST(WriteNoticesTest, ARequestForACollectionSurvivesMergingAndReachesTheAcquirer) {
+  WriteNoticeLog a(0, 3);
+  WriteNoticeLog b(1, 3);
+  WriteNoticeLog c(2, 3);
+  a.Close(Pages{1});
+  std::vector<std::string> quiet = {a.Encode(), b.Encode()};
+  EXPECT_FALSE(Acquire(c, WriteNoticeLog::MergeEncoded(quiet, 3)).collect_diffs);
+  std::vector<std::string> asking = {a.Encode(), b.Encode(/*collect_diffs=*/true)};
+  WriteNoticeLog::Received received = Acquire(c, WriteNoticeLog::MergeEncoded(asking, 3));
+  EXPECT_TRUE(received.collect_diffs);
+  EXPECT_EQ(received.senders, (std::set<int>{0, 1}));
+}
+
 TEST(WriteNoticesTest, ANoticeIsNewsOnceAndANewerIntervalIsNewsAgain) {
   WriteNoticeLog a(0, 2);
   WriteNoticeLog b(1, 2);
