@@ -92,4 +92,13 @@ int lmdx_is_shared(const void* address) {
   return dsm != nullptr && dsm->Contains(address) ? 1 : 0;
 }
 
+const char* lmdx_protocol_of(const void* address) {
+  const char* name = nullptr;
+  int status = Guard("lmdx_protocol_of", [address, &name] {
+    name = RequireDsm("lmdx_protocol_of").ProtocolName(address);
+    return LMDX_OK;
+  });
+  return status == LMDX_OK ? name : nullptr;
+}
+
 }  // extern "C"

@@ -248,6 +248,13 @@ consistency::Protocol& Service::ProtocolOf(PageId page) {
   throw Error(LMDX_ERR_INVALID_ARGUMENT, "the address is not in shared memory");
 }
 
+const char* Service::ProtocolName(const void* address) {
+  if (!space_.Contains(address)) {
+    throw Error(LMDX_ERR_INVALID_ARGUMENT, "the address is not in shared memory");
+  }
+  return ProtocolOf(space_.PageOf(address)).name();
+}
+
 consistency::Placement Service::PlacementOf(PageId page) {
   if (page >= space_.page_count()) return {};
   if (int owner = space_.HeapOwnerOf(page); owner >= 0) {

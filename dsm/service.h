@@ -50,6 +50,8 @@ class Service final : public consistency::PageMemory {
   void Put(void* shared_destination, const void* source, std::size_t bytes);
 
   bool Contains(const void* address) const { return space_.Contains(address); }
+  // The name of the protocol that keeps address coherent; throws when it is not shared memory.
+  const char* ProtocolName(const void* address);
   // Called in the SIGSEGV handler: true when the fault was on shared memory and is resolved.
   bool HandleFault(void* address);
   // What to do when a fault cannot be served (a peer is gone): print and end the process.

@@ -309,6 +309,10 @@ int lmdx_get(void* destination, const void* shared_source, size_t bytes);
 int lmdx_put(void* shared_destination, const void* source, size_t bytes);
 /* 1 when address lies in the shared range, else 0. */
 int lmdx_is_shared(const void* address);
+/* The consistency protocol that keeps address coherent ("sc", "update", "rc", "lrc" or "hlrc"), as
+ * the configuration chose it for the variable or heap holding it; NULL (LMDX_ERR_INVALID_ARGUMENT)
+ * when address is not in a shared variable or heap block. */
+const char* lmdx_protocol_of(const void* address);
 
 /* A file-scope shared variable: lmdxpp's output for `LMDX_shared T name[dims];` calls it from a
  * constructor, before main. Every node creates or finds the variable `name` (as lmdx_shared_var)
