@@ -888,6 +888,14 @@ const LinkSettings* Settings::LinkFrom(std::string_view module, std::string_view
   return nullptr;
 }
 
+int Settings::ModuleJobSize() const {
+  int size = 0;
+  for (const ModuleSettings& module : modules) {
+    for (int rank : module.ranks) size = std::max(size, rank + 1);
+  }
+  return size;
+}
+
 void Settings::CheckModulesFit(int job_size) const {
   if (modules.empty()) return;
   const std::string ranks_of_job = job_size == 1 ? "1 rank (rank 0)"

@@ -146,6 +146,9 @@ struct Settings {
   // every rank of the job is in a module (when any is declared). Throws
   // lmdx::Error(LMDX_ERR_CONFIG) naming the file, the module and the rank.
   void CheckModulesFit(int job_size) const;
+  // The job size the modules imply: the highest rank any of them names, plus one; 0 without
+  // modules.
+  int ModuleJobSize() const;
 };
 
 // Variable name -> value. Only the names listed in kEnvironmentVariables are read; an empty value

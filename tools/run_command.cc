@@ -20,17 +20,20 @@ namespace fs = std::filesystem;
 CLI::App* AddRunCommand(CLI::App& app, RunOptions& options) {
   CLI::App* run = app.add_subcommand("run", "Run a sample or an LMDX program on N local nodes");
   run->footer(
-      "lmdx run NAME|PATH -n N [--protocol P] [--stats] [--tag-output] [--timeout SECONDS]\n"
+      "lmdx run NAME|PATH [-n N] [--protocol P] [--stats] [--tag-output] [--timeout SECONDS]\n"
       "         [--config FILE] [-- ARGS...]\n"
       "NAME (no slash) is a sample, built as bazel-bin/samples/NAME/NAME; PATH is any "
       "executable.\nWhen a node dies the others are stopped and the launcher exits non-zero, "
       "naming the rank and the cause.\nThe configuration file (docs/configuration.md) is checked "
       "before any node starts; without --config, LMDX_CONFIG names it, and without either a "
-      "sample's own samples/NAME/NAME.conf is used.\nExample: lmdx run hello -n 4 --tag-output");
+      "sample's own samples/NAME/NAME.conf is used.\nExample: lmdx run jacobi --protocol hlrc "
+      "--stats");
   run->add_option("program", options.target, "sample name or path of the executable")->required();
   run->add_option("args", options.args, "arguments for every node (after --)");
-  run->add_option("-n,--nodes", options.nodes, "number of nodes (processes), at least 1")
-      ->required()
+  run->add_option("-n,--nodes", options.nodes,
+                  "number of nodes (processes), 1 to " + std::to_string(kMaxNodes) +
+                      "; without it, as many as the configuration's modules name, else " +
+                      std::to_string(kDefaultNodes))
       ->type_name("N");
   run->add_flag("--tag-output", options.tag_output, "prefix each output line with [rank]");
   run->add_flag("--show-transports", options.show_transports,
@@ -81,7 +84,11 @@ std::vector<std::string> AvailableSamples(const Paths& paths) {
   if (paths.home().empty()) return names;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(paths.home() / "samples", ec)) {
-    if (entry.is_directory(ec)) names.push_back(entry.path().filename().string());
+    // A sample's folder holds its program's source under its own name; others (common) are not.
+    std::string name = entry.path().filename().string();
+    bool program = fs::exists(entry.path() / (name + ".c"), ec) ||
+                   fs::exists(entry.path() / (name + ".cc"), ec);
+    if (entry.is_directory(ec) && program) names.push_back(name);
   }
   std::sort(names.begin(), names.end());
   return names;
@@ -115,7 +122,7 @@ fs::path SampleConfiguration(const std::string& target, const Paths& paths) {
   return fs::is_regular_file(file, ec) ? file : fs::path();
 }
 
-std::string CheckConfiguration(const std::string& config_option, int nodes) {
+std::string CheckConfiguration(const std::string& config_option, int* nodes) {
   config::Environment env = config::ProcessEnvironment();
   std::string path = config_option;
   if (path.empty()) {
@@ -128,14 +135,20 @@ std::string CheckConfiguration(const std::string& config_option, int nodes) {
     throw UsageError(path + ": the configuration file must be a regular file");
   }
   try {
+    config::Settings settings;
     if (path.empty()) {
-      config::MakeSettings(config::Config(), env);  // the overrides alone
-      return "";
+      settings = config::MakeSettings(config::Config(), env);  // the overrides alone
+    } else {
+      config::SourceLines lines;
+      config::Config file = config::LoadConfigFile(path, &lines);
+      settings = config::MakeSettings(file, env, path, &lines);
     }
-    config::SourceLines lines;
-    config::Config file = config::LoadConfigFile(path, &lines);
-    config::Settings settings = config::MakeSettings(file, env, path, &lines);
-    if (nodes > 0) settings.CheckModulesFit(nodes);
+    if (nodes != nullptr && *nodes == 0) {
+      int implied = settings.ModuleJobSize();
+      *nodes = implied > 0 ? implied : kDefaultNodes;
+    }
+    if (nodes != nullptr) settings.CheckModulesFit(*nodes);
+    if (path.empty()) return "";
   } catch (const Error& e) {
     throw UsageError(e.what());
   }
@@ -144,7 +157,7 @@ std::string CheckConfiguration(const std::string& config_option, int nodes) {
 
 int RunCommand(const RunOptions& options, const Paths& paths) {
   LaunchSpec spec;
-  spec.nodes = ParseNodeCount(options.nodes);
+  spec.nodes = options.nodes.empty() ? 0 : ParseNodeCount(options.nodes);
   // A sample may bring its configuration (samples/NAME/NAME.conf); a file given beats it.
   std::string config_option = options.config;
   const char* from_environment = std::getenv("LMDX_CONFIG");
@@ -158,7 +171,7 @@ int RunCommand(const RunOptions& options, const Paths& paths) {
   }
   if (options.stats) ::setenv("LMDX_STATS", "1", 1);
   // Before anything is started: a mistake in the configuration starts no node.
-  std::string config_file = CheckConfiguration(config_option, spec.nodes);
+  std::string config_file = CheckConfiguration(config_option, &spec.nodes);
   if (!options.timeout.empty()) spec.timeout = ParseTimeout(options.timeout);
   spec.program = ResolveProgram(options.target, paths).string();
   spec.args = options.args;

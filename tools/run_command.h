@@ -28,6 +28,8 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions& options);
 
 // Parses -n: a whole number from 1 to kMaxNodes. Throws UsageError.
 inline constexpr int kMaxNodes = 1024;
+// The job size of `lmdx run` without -n and without modules in the configuration.
+inline constexpr int kDefaultNodes = 4;
 int ParseNodeCount(const std::string& text);
 // Parses --timeout: seconds, a positive number (fractions allowed). Throws UsageError.
 std::chrono::milliseconds ParseTimeout(const std::string& text);
@@ -47,10 +49,11 @@ std::filesystem::path SampleConfiguration(const std::string& target, const Paths
 
 // The configuration file the nodes will read: --config's, else LMDX_CONFIG's; "" when neither is
 // given. It is checked, with the LMDX_* overrides of the environment, before any node starts:
-// throws UsageError "FILE:LINE:COL: ..." on a mistake. With nodes > 0 its modules are checked
-// against a job of that many nodes too (a rank beyond it, a rank in no module). Returns its
-// absolute path.
-std::string CheckConfiguration(const std::string& config_option, int nodes = 0);
+// throws UsageError "FILE:LINE:COL: ..." on a mistake. With *nodes > 0 its modules are checked
+// against a job of that many nodes too (a rank beyond it, a rank in no module); with nodes == 0 it
+// is set to the job size the modules imply, or kDefaultNodes without modules. Returns its absolute
+// path.
+std::string CheckConfiguration(const std::string& config_option, int* nodes = nullptr);
 
 // Starts the job and returns the launcher's exit status.
 int RunCommand(const RunOptions& options, const Paths& paths);

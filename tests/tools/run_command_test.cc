@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -24,6 +25,27 @@ TEST(RunCommandTest, NodeCount) {
   }
 }
 
+TEST(RunCommandTest, NodeCountWithoutDashN) {
+  int nodes = 0;
+  EXPECT_EQ(CheckConfiguration("", &nodes), "");
+  EXPECT_EQ(nodes, kDefaultNodes);
+
+  // A configuration whose modules name ranks 0 to 2 implies 3 nodes; -n beats it, and a job too
+  // small for its modules is refused.
+  fs::path file =
+      fs::temp_directory_path() / ("lmdx-run-test-" + std::to_string(::getpid()) + ".conf");
+  std::ofstream(file) << "module { name: \"master\" ranks: \"0\" shares_memory: false }\n"
+                         "module { name: \"workers\" ranks: \"1-2\" }\n";
+  nodes = 0;
+  EXPECT_EQ(CheckConfiguration(file.string(), &nodes), fs::absolute(file).string());
+  EXPECT_EQ(nodes, 3);
+  nodes = 5;
+  EXPECT_THROW(CheckConfiguration(file.string(), &nodes), UsageError);  // rank 3 in no module
+  nodes = 2;
+  EXPECT_THROW(CheckConfiguration(file.string(), &nodes), UsageError);  // rank 2 beyond the job
+  fs::remove(file);
+}
+
 TEST(RunCommandTest, Timeout) {
   EXPECT_EQ(ParseTimeout("2"), milliseconds(2000));
   EXPECT_EQ(ParseTimeout("0.25"), milliseconds(250));
@@ -39,6 +61,11 @@ class ResolveProgramTest : public ::testing::Test {
     home_ = ::mkdtemp(pattern.data());
     fs::create_directories(home_ / "samples" / "hello");
     fs::create_directories(home_ / "samples" / "ring");
+    std::ofstream(home_ / "samples" / "hello" / "hello.c") << "int main(void) { return 0; }\n";
+    std::ofstream(home_ / "samples" / "ring" / "ring.cc") << "int main() { return 0; }\n";
+    // What the samples share is no sample.
+    fs::create_directories(home_ / "samples" / "common");
+    std::ofstream(home_ / "samples" / "common" / "sample.c") << "\n";
     fs::create_directories(home_ / "bazel-bin" / "samples" / "hello");
     MakeExecutable(home_ / "bazel-bin" / "samples" / "hello" / "hello");
   }
