@@ -157,6 +157,19 @@ void EndJobAtExit(int status, void*) {
   runtime.own_rendezvous.reset();
 }
 
+// SPMD style: a rank whose main returns (or calls exit(0)) without lmdx_finalize leaves the others
+// waiting for it; the launcher then stops the job, and this line says why. A non-zero status is
+// an exit the program chose, which the launcher reports with its status.
+void SayFinalizeWasMissed(int status, void*) {
+  if (status != 0 || !OnMainThread()) return;
+  std::lock_guard lock(runtime_mutex);
+  if (!runtime.node) return;
+  LogLine(
+      "the program ended without calling lmdx_finalize: in SPMD style every rank calls it "
+      "before main returns, or the other ranks wait for it");
+  std::fflush(nullptr);
+}
+
 int Init(const char* call, Style style) {
   {
     std::lock_guard lock(runtime_mutex);
@@ -189,6 +202,8 @@ int Init(const char* call, Style style) {
       std::exit(status);
     }
     ::on_exit(EndJobAtExit, nullptr);
+  } else {
+    ::on_exit(SayFinalizeWasMissed, nullptr);
   }
   return LMDX_OK;
 }

@@ -53,6 +53,11 @@ TEST(MultiprocessTest, ANodeLeavingMidJobEndsTheJobNamingIt) {
             std::string::npos)
       << job.err;
   EXPECT_EQ(CountOf(job.err, "lmdx run:"), 1) << job.err;
+  // The rank itself says what it missed.
+  EXPECT_NE(job.err.find("[rank 1]: the program ended without calling lmdx_finalize"),
+            std::string::npos)
+      << job.err;
+  EXPECT_EQ(CountOf(job.err, "without calling lmdx_finalize"), 1) << job.err;
 }
 
 TEST(MultiprocessTest, ANodeEndingBeforeItJoinsStopsTheOthersWaiting) {
