@@ -16,6 +16,7 @@
 
 #include "base/error.h"
 #include "base/fd.h"
+#include "config/internal/syntax_errors.h"
 
 namespace lmdx::config {
 namespace {
@@ -816,6 +817,12 @@ Config ParseConfigText(std::string_view text, std::string_view file_name, Source
     Checker::Where where = errors.where();
     if (where.line >= 0 && ReportedAfterTheToken(errors.message())) {
       where = TokenBefore(text, where);
+    }
+    if (where.line >= 0) {
+      if (auto syntax =
+              internal::ExplainSyntaxError(text, where.line, where.column, errors.message())) {
+        Fail(checker.Prefix({syntax->line, syntax->column}) + syntax->message);
+      }
     }
     Fail(checker.Prefix(where) + Explain(errors.message()));
   }

@@ -337,9 +337,22 @@ TEST(ConfigTest, OverrideErrorsNameTheVariable) {
 // --- errors in the file: file, line, column and field ----------------------------------------
 
 TEST(ConfigTest, SyntaxErrorsHaveLineAndColumn) {
-  EXPECT_EQ(ParseError("dsm {\n  size: \"1G\"\n"), "job.conf:3:1: Expected identifier, got: ");
+  // The common mistakes in the user's terms, at the place to fix.
+  EXPECT_EQ(ParseError("dsm {\n  size: \"1G\"\n"),
+            "job.conf:1:5: missing '}' for 'dsm' opened at line 1");
+  EXPECT_EQ(ParseError("dsm {\n  region { name: \"a\" }\n  region { name: \"b\"\n"),
+            "job.conf:3:10: missing '}' for 'region' opened at line 3");
+  EXPECT_EQ(ParseError("dsm { protocol: SC }\n}\n"),
+            "job.conf:2:1: a '}' with no block open to close (one '}' too many?)");
+  EXPECT_EQ(ParseError("dsm {\n  size: 1G\n}\n"),
+            "job.conf:2:9: 'size' takes a quoted string such as \"1G\", not 1G");
+  EXPECT_EQ(ParseError("dsm { protocol: \"hlrc\" }"),
+            "job.conf:1:17: 'protocol' takes a name without quotes, such as HLRC, not \"hlrc\"");
   EXPECT_EQ(ParseError("dsm {\n  size \"1G\"\n}\n"),
-            "job.conf:2:8: Expected \":\", found \"\"1G\"\".");
+            "job.conf:2:8: a ':' is missing between 'size' and its value \"1G\"");
+  EXPECT_EQ(ParseError("dsm\n  size: \"1G\"\n}\n"),
+            "job.conf:2:3: a '{' is missing after 'dsm' (a block such as dsm { ... } holds fields, "
+            "not size)");
   EXPECT_EQ(ParseError("stats { enabled: maybe }"),
             "job.conf:1:18: Invalid value for boolean field \"enabled\". Value: \"maybe\".");
   EXPECT_EQ(ParseError("network { pair { a: 1.5 } }"), "job.conf:1:21: Expected integer, got: 1.5");
