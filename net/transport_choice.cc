@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "config/config.h"
 
 namespace lmdx::net {
 namespace {
@@ -55,7 +56,15 @@ TransportPolicy TransportPolicy::Parse(const std::string& job, const std::string
 TransportPolicy TransportPolicy::FromEnvironment() {
   const char* job = std::getenv("LMDX_TRANSPORT");
   const char* pairs = std::getenv("LMDX_TRANSPORT_PAIRS");
-  return Parse(job != nullptr ? job : "", pairs != nullptr ? pairs : "");
+  TransportPolicy from_variables = Parse(job != nullptr ? job : "", pairs != nullptr ? pairs : "");
+  // The configuration's network block, then the variables over it: a variable names the network
+  // for the whole job or for its pairs, and the file's choices stand where they say nothing.
+  const config::Settings& settings = config::CurrentSettings();
+  TransportPolicy policy;
+  policy.job = job != nullptr && *job != '\0' ? from_variables.job : settings.transport;
+  policy.pairs = settings.transport_pairs;
+  for (const auto& [pair, network] : from_variables.pairs) policy.pairs[pair] = network;
+  return policy;
 }
 
 const std::string& TransportPolicy::For(int a, int b) const {

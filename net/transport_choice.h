@@ -18,13 +18,16 @@ inline constexpr std::array<std::string_view, 4> kNetworkPreference = {"shm", "f
                                                                        "udp"};
 
 // What the user forces. LMDX_TRANSPORT=tcp|shm|fabric|udp|any for the whole job, and
-// LMDX_TRANSPORT_PAIRS="0-1:tcp,2-3:shm" per pair (either order; a pair entry wins).
+// LMDX_TRANSPORT_PAIRS="0-1:tcp,2-3:shm" per pair (either order; a pair entry wins), or the same
+// in the configuration's network block (network { transport: "tcp" pair { a: 0 b: 1 ... } }),
+// which the variables override.
 struct TransportPolicy {
   std::string job = "any";
   std::map<std::pair<int, int>, std::string> pairs;  // (lower rank, higher rank)
 
   // Throws lmdx::Error(LMDX_ERR_INVALID_ARGUMENT) naming the variable and the bad text.
   static TransportPolicy Parse(const std::string& job, const std::string& pairs);
+  // The configuration's network block with the variables over it.
   static TransportPolicy FromEnvironment();
   // What is asked for the pair: "any" or a network name.
   const std::string& For(int a, int b) const;

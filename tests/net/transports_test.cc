@@ -49,6 +49,31 @@ TEST(TransportsTest, ForcedPairsUseTcpAndTheMatrixSaysSo) {
   }
 }
 
+// The configuration's network block takes effect as the variables do, and a variable wins.
+TEST(TransportsTest, TheConfigurationsPairsTakeEffectAndVariablesOverrideThem) {
+  std::string file = ::testing::TempDir() + "/network.conf";
+  std::ofstream(file) << "network {\n  pair { a: 0 b: 1 transport: \"tcp\" }\n"
+                         "  pair { a: 2 b: 3 transport: \"tcp\" }\n}\n";
+  ::setenv("LMDX_TRANSPORT", "any", 1);
+  JobResult job = RunJob(Program("EXCHANGE"), 4, {"1000"}, {"--show-transports", "--config", file});
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  EXPECT_NE(job.out.find("      0      -    tcp    shm    shm\n"
+                         "      1    tcp      -    shm    shm\n"
+                         "      2    shm    shm      -    tcp\n"),
+            std::string::npos)
+      << job.out;
+
+  ::setenv("LMDX_TRANSPORT_PAIRS", "2-3:shm", 1);
+  job = RunJob(Program("EXCHANGE"), 4, {"1000"}, {"--show-transports", "--config", file});
+  ::unsetenv("LMDX_TRANSPORT_PAIRS");
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  EXPECT_NE(job.out.find("      0      -    tcp    shm    shm\n"
+                         "      1    tcp      -    shm    shm\n"
+                         "      2    shm    shm      -    shm\n"),
+            std::string::npos)
+      << job.out;
+}
+
 TEST(TransportsTest, AForcedNetworkThePairLacksFallsBackWithALogLine) {
   ::setenv("LMDX_TRANSPORT", "fabric", 1);
   JobResult job = RunJob(Program("EXCHANGE"), 2, {"1000"}, {"--show-transports"});
