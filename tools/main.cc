@@ -35,6 +35,15 @@ static int Main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // Name the subcommand the mistake is in, and where its options are listed.
+    std::string first = argc > 1 ? argv[1] : "";
+    for (const CLI::App* command : {run, cc, bench}) {
+      if (first == command->get_name()) {
+        std::cerr << "lmdx " << first << ": " << e.what() << "\nRun lmdx " << first
+                  << " --help for its options.\n";
+        return kUsageStatus;
+      }
+    }
     std::cerr << "lmdx: " << e.what() << "\nRun lmdx --help, or lmdx SUBCOMMAND --help.\n";
     return kUsageStatus;
   }

@@ -33,7 +33,8 @@ int Main(int argc, char** argv) {
   if (const char* env = std::getenv("LMDX_TOOL")) tool = env;
   int pages = 2000;
   int runs = 5;
-  CLI::App app{"lmdx bench dsm: DSM fault and transfer costs next to their floor (2 nodes)"};
+  CLI::App app{"lmdx bench dsm: DSM fault and transfer costs next to their floor (2 nodes)",
+               "lmdx bench dsm"};
   app.add_option("--pages", pages, "pages measured per run (median over them)")
       ->check(CLI::Range(10, 100000));
   app.add_option("--runs", runs, "jobs run; operations are medians over them")

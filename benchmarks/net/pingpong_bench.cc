@@ -88,7 +88,8 @@ int bench_main(int argc, char** argv) {
   CLI::App app{
       "Ping-pong between 2 nodes on this machine: half round-trip latency and bandwidth per\n"
       "message size, median of several repetitions, for LMDX over TCP and over shared memory and\n"
-      "(when OpenMPI is installed) for MPI over its tcp and vader transports in the same run."};
+      "(when OpenMPI is installed) for MPI over its tcp and vader transports in the same run.",
+      "lmdx bench pingpong"};
   add_pingpong_flags(app, options);
   app.add_option("--csv", csv_path, "also write the table as CSV to this file");
   app.add_option("--lmdx-tool", lmdx_tool, "the lmdx tool that launches LMDX jobs")

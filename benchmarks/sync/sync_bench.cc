@@ -86,7 +86,8 @@ int Main(int argc, char** argv) {
   std::vector<int> barrier_nodes = {2, 4, 8, 16};
   CLI::App app{
       "Lock, barrier and semaphore timings on this machine, each also in units of the one-way\n"
-      "message latency (half an 8-byte round trip) measured in the same job."};
+      "message latency (half an 8-byte round trip) measured in the same job.",
+      "lmdx bench sync"};
   app.add_option("--iterations", iterations, "timed operations per figure")->default_val(2000);
   app.add_option("--barrier-nodes", barrier_nodes, "job sizes for the barrier figures")
       ->default_str("2 4 8 16");

@@ -26,7 +26,8 @@ int Main(int argc, char** argv) {
   if (const char* env = std::getenv("LMDX_TOOL")) tool = env;
   int rounds = 2000;
   int runs = 5;
-  CLI::App app{"lmdx bench threads: LMDX thread start/join, switch and memory costs (2 nodes)"};
+  CLI::App app{"lmdx bench threads: LMDX thread start/join, switch and memory costs (2 nodes)",
+               "lmdx bench threads"};
   app.add_option("--rounds", rounds, "message round trips per run (start/join pairs: half)")
       ->check(CLI::Range(10, 1000000));
   app.add_option("--runs", runs, "jobs run; figures are medians over them")

@@ -153,6 +153,20 @@ TEST(LauncherTest, EveryNodeGetsItsRankAndTheSameJob) {
   EXPECT_EQ(pids.size(), static_cast<std::size_t>(kNodes));
 }
 
+// Without -n and without modules in a configuration, a job has 4 nodes.
+TEST(LauncherTest, WithoutDashNAJobHasFourNodes) {
+  Outcome outcome = RunProcess({Lmdx(), "run", PrintEnv(), "--tag-output"});
+  ASSERT_EQ(outcome.code, 0) << outcome.err;
+  std::set<std::string> sizes;
+  int ranks = 0;
+  for (const std::string& line : Lines(outcome.out)) {
+    if (line.find("] LMDX_SIZE=") != std::string::npos) sizes.insert(line.substr(line.find('=')));
+    if (line.find("] LMDX_RANK=") != std::string::npos) ++ranks;
+  }
+  EXPECT_EQ(ranks, 4) << outcome.out;
+  EXPECT_EQ(sizes, std::set<std::string>{"=4"}) << outcome.out;
+}
+
 TEST(LauncherTest, TwoJobsGetDifferentSecrets) {
   auto secret = [] {
     Outcome o = RunProcess({Lmdx(), "run", PrintEnv(), "-n", "1"});
@@ -272,8 +286,9 @@ TEST(LauncherTest, BadArgumentsGiveClearErrors) {
       {{"run", bin, "-n", "2", "--timeout", "-1"}, "--timeout needs a positive number"},
       {{"run", "./no/such/program", "-n", "2"}, "no such program: ./no/such/program"},
       {{"run", data, "-n", "1"}, data + " is not an executable file"},
-      {{"run", bin}, "-n"},
-      {{"run", "-n", "2"}, "program is required"},
+      {{"run", bin, "-n", "2", "--bogus"},
+       "lmdx run: The following argument was not expected: --bogus\nRun lmdx run --help"},
+      {{"run", "-n", "2"}, "lmdx run: program is required"},
   };
   for (const BadRun& c : cases) {
     std::vector<std::string> argv = {Lmdx()};
@@ -287,8 +302,11 @@ TEST(LauncherTest, BadArgumentsGiveClearErrors) {
 
 TEST(LauncherTest, UnknownSampleListsTheSamplesThereAre) {
   PidDir home;  // a stand-in repository with two samples, neither built
-  fs::create_directories(fs::path(home.path()) / "samples" / "ring");
-  fs::create_directories(fs::path(home.path()) / "samples" / "hello");
+  for (const char* name : {"ring", "hello"}) {
+    fs::path folder = fs::path(home.path()) / "samples" / name;
+    fs::create_directories(folder);
+    std::ofstream(folder / (std::string(name) + ".c")) << "int main(void) { return 0; }\n";
+  }
   Outcome unknown = RunProcess({Lmdx(), "run", "nosuch", "-n", "2"}, {"LMDX_HOME=" + home.path()});
   EXPECT_EQ(unknown.code, 2);
   EXPECT_NE(unknown.err.find("no sample named 'nosuch' (available: hello, ring)"),
