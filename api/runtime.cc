@@ -256,6 +256,9 @@ int lmdx_finalize(void) {
     } else if (runtime.style == Style::kThreads) {
       ReportStatsIfAsked();
     }
+    // Outside the lock, with the node still current: threads other ranks placed here keep
+    // running (and calling LMDX) until every rank has arrived.
+    if (runtime.style == Style::kSpmd) node.AwaitFinalize();
     std::lock_guard lock(runtime_mutex);
     current_node.store(nullptr);
     current_ports.store(nullptr);

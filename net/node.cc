@@ -781,11 +781,14 @@ void Node::EndJob(int status) {
   Stop();
 }
 
-void Node::Finalize() {
+void Node::AwaitFinalize() {
   // From here on a peer that closes its connections has finished too; a rank that dies instead
   // still fails this request, since rank 0 answers only when all have arrived.
   ending_.store(true, std::memory_order_release);
   Request(0, MessageType::kFinalize, {});
+}
+
+void Node::Finalize() {
   AnnounceLeaving(std::nullopt);
   Stop();
 }

@@ -151,7 +151,10 @@ class Node : public TransportHost {
   bool WaitUntilPeerGone(int rank, std::chrono::milliseconds timeout);
   // Threads style, rank 0: tell every node the job ended with status, wait for them briefly.
   void EndJob(int status);
-  // SPMD style: collective; returns when every rank has called it.
+  // SPMD style: collective; returns when every rank has called it. The node keeps serving while it
+  // waits, so LMDX threads placed on it run on until the job's finalize completes.
+  void AwaitFinalize();
+  // SPMD style, after AwaitFinalize: leave the job in order and stop.
   void Finalize();
   // Tells the launcher (through the rendezvous) that this node ends in order, with status when
   // known, so that its exit is not taken for a death.

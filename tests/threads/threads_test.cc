@@ -75,6 +75,19 @@ TEST(ThreadsTest, WhatEveryNodePrintedBeforeACrashReachesTheOutput) {
   EXPECT_NE(job.err.find("lmdx run: rank 1 "), std::string::npos) << job.err;
 }
 
+// SPMD ranks that called lmdx_finalize still run the threads rank 0 places on them.
+TEST(ThreadsTest, ARankWaitingInFinalizeRunsTheThreadsPlacedOnIt) {
+  for (int nodes : {2, 4}) {
+    JobResult job = RunJob(BinaryFromEnv("THREADS_AFTER_FINALIZE"), nodes, {});
+    EXPECT_EQ(job.exit_code, 0) << job.out << job.err;
+    EXPECT_NE(
+        job.out.find("verified: threads after finalize on " + std::to_string(nodes) + " nodes"),
+        std::string::npos)
+        << job.out << job.err;
+    EXPECT_EQ(job.err.find("called after lmdx_finalize"), std::string::npos) << job.err;
+  }
+}
+
 TEST(ThreadsTest, LeastLoadedPlacementSpreadsBlockedThreadsEvenly) {
   ::setenv("LMDX_PLACEMENT", "least_loaded", 1);
   JobResult job = RunJob(Checks(), 4, {"least_loaded", "5"});
