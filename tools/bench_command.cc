@@ -13,11 +13,14 @@ namespace lmdx::tools {
 const std::vector<Benchmark>& Benchmarks() {
   static const std::vector<Benchmark> table = {
       {"pingpong", "benchmarks/net/pingpong_bench",
-       "half round-trip latency and bandwidth, 8 B to 64 MiB, 2 nodes over TCP; OpenMPI beside"},
+       "half round-trip latency and bandwidth, 8 B to 64 MiB, 2 nodes over shm and TCP; OpenMPI "
+       "beside"},
       {"sync", "benchmarks/sync/sync_bench",
        "lock, barrier (2-16 nodes) and semaphore times, also in one-way message latencies"},
       {"dsm", "benchmarks/dsm/dsm_bench",
        "page fault, upgrade and lmdx_get costs next to latency + transfer + local fault, 2 nodes"},
+      {"protocols", "benchmarks/protocols/protocols_bench",
+       "every sample under every protocol on 1, 2 and 4 nodes: time, faults, messages, bytes"},
       {"threads", "benchmarks/threads/threads_bench",
        "remote thread start+join next to the latency, user-level switch, idle threads per GiB"},
   };

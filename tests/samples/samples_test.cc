@@ -48,8 +48,8 @@ TEST_P(SampleUnderProtocolTest, VerifiesItsResult) {
                          {"--protocol", protocol, "--stats"});
   ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
   EXPECT_EQ(CountOf(job.out, "\nverified\n"), 1) << job.out;
-  EXPECT_NE(job.out.find("lmdx statistics (protocol " + protocol + ")"), std::string::npos)
-      << job.out;
+  EXPECT_NE(job.err.find("lmdx statistics (protocol " + protocol + ")"), std::string::npos)
+      << job.err;
   EXPECT_NE(job.out.find(std::to_string(nodes) + " nodes"), std::string::npos) << job.out;
   if (name != "prodcons") {  // the MDX sample does not name the protocol
     EXPECT_NE(job.out.find("protocol " + protocol + ":"), std::string::npos) << job.out;
@@ -90,6 +90,10 @@ TEST(SampleCheckTest, ASpoiledResultIsReportedAndTheJobFails) {
   const std::vector<std::pair<const char*, std::regex>> expected = {
       {"jacobi", std::regex("\njacobi: grid\\[1\\]\\[128\\] = [0-9.e+-]+, expected [0-9.e+-]+\n$")},
       {"matmul", std::regex("\nmatmul: C\\[0\\]\\[64\\] = [0-9.e+-]+, expected [0-9.e+-]+\n$")},
+      {"fft",
+       std::regex(
+           "\nfft: X\\[32\\] = [0-9.e+-]+[+-][0-9.e+-]+i, expected [0-9.e+-]+[+-][0-9.e+-]+i\n$")},
+      {"radix", std::regex("\nradix: key\\[32768\\] = [0-9]+, expected [0-9]+\n$")},
   };
   for (const auto& [name, line] : expected) {
     std::vector<std::string> args = Named(name).small_args;

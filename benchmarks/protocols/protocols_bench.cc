@@ -1,0 +1,153 @@
+// `lmdx bench protocols`: every sample under every protocol on 1, 2 and 4 nodes (flags choose),
+// each run through `lmdx run` as a user runs it, verified by the sample itself; writes
+// results.json, results.csv, results.md and a chart per sample into --out, and prints the table.
+// The lmdx tool execs this with LMDX_TOOL set.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "benchmarks/net/child_process.h"
+#include "benchmarks/protocols/report.h"
+#include "benchmarks/protocols/sample_runs.h"
+
+namespace lmdx::bench {
+namespace {
+
+std::vector<std::string> SplitList(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) items.push_back(item);
+  }
+  return items;
+}
+
+const SampleSpec* SampleNamed(const std::string& name) {
+  for (const SampleSpec& sample : ReportSamples()) {
+    if (sample.name == name) return &sample;
+  }
+  return nullptr;
+}
+
+// Checks the lists; returns "" or what is wrong, naming the flag and the value.
+std::string CheckSetup(const ReportSetup& setup) {
+  for (const std::string& name : setup.samples) {
+    if (SampleNamed(name) == nullptr) {
+      return "--samples: no sample '" + name + "' (known: jacobi, matmul, fft, radix, prodcons)";
+    }
+  }
+  for (const std::string& p : setup.protocols) {
+    if (p != "sc" && p != "update" && p != "rc" && p != "lrc" && p != "hlrc") {
+      return "--protocols: '" + p + "' is not one of sc, update, rc, lrc, hlrc";
+    }
+  }
+  for (int n : setup.nodes) {
+    if (n < 1 || n > 64) return "--nodes: " + std::to_string(n) + " is not from 1 to 64";
+  }
+  if (setup.samples.empty() || setup.protocols.empty() || setup.nodes.empty()) {
+    return "--samples, --protocols and --nodes each need at least one value";
+  }
+  return "";
+}
+
+int Main(int argc, char** argv) {
+  std::string tool;
+  if (const char* env = std::getenv("LMDX_TOOL")) tool = env;
+  std::string samples = "jacobi,matmul,fft,radix,prodcons";
+  std::string protocols = "sc,update,rc,lrc,hlrc";
+  std::string nodes = "1,2,4";
+  std::string out = "protocols-report";
+  bool quick = false;
+  bool no_baselines = false;
+  CLI::App app{
+      "lmdx bench protocols: what each consistency protocol costs on each sample, by node count",
+      "lmdx bench protocols"};
+  app.add_option("--samples", samples, "comma-separated samples")->capture_default_str();
+  app.add_option("--protocols", protocols, "comma-separated protocols")->capture_default_str();
+  app.add_option("--nodes", nodes, "comma-separated node counts")->capture_default_str();
+  app.add_option("--out", out, "folder for results.json, .csv, .md and the charts")
+      ->capture_default_str();
+  app.add_flag("--quick", quick, "small sizes: every path in seconds, figures meaningless");
+  app.add_flag("--no-baselines", no_baselines,
+               "skip the samples' explicit-message and MPI versions");
+  app.footer(
+      "Each run is `lmdx run SAMPLE -n N --protocol P` at the sample's default size "
+      "(or --quick's); a run that fails or is not verified is reported as failed and "
+      "the driver exits 1 at the end.");
+  CLI11_PARSE(app, argc, argv);
+  if (tool.empty()) {
+    std::cerr << "lmdx bench protocols: LMDX_TOOL is not set; run it as `lmdx bench protocols`\n";
+    return 2;
+  }
+
+  ReportSetup setup;
+  setup.samples = SplitList(samples);
+  setup.protocols = SplitList(protocols);
+  for (const std::string& n : SplitList(nodes)) setup.nodes.push_back(std::atoi(n.c_str()));
+  setup.quick = quick;
+  if (std::string wrong = CheckSetup(setup); !wrong.empty()) {
+    std::cerr << "lmdx bench protocols: " << wrong << '\n';
+    return 2;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(out, ec);
+  if (ec) {
+    std::cerr << "lmdx bench protocols: cannot create " << out << ": " << ec.message() << '\n';
+    return 1;
+  }
+
+  // What runs: every protocol, then the sample's message and MPI versions, on every node count.
+  struct Planned {
+    const SampleSpec* sample;
+    std::string variant;
+    int nodes;
+  };
+  std::vector<Planned> plan;
+  for (const std::string& name : setup.samples) {
+    const SampleSpec* sample = SampleNamed(name);
+    std::vector<std::string> variants = setup.protocols;
+    if (!no_baselines && !sample->message_binary.empty()) variants.push_back(kMessages);
+    if (!no_baselines && !sample->mpi_binary.empty()) variants.push_back(kMpi);
+    for (const std::string& variant : variants) {
+      for (int n : setup.nodes) plan.push_back({sample, variant, n});
+    }
+  }
+  const std::string bin_dir = own_directory() + "/../..";
+  std::vector<RunResult> runs;
+  int failed = 0;
+  for (const Planned& step : plan) {
+    const SampleSpec& sample = *step.sample;
+    std::fprintf(stderr, "\r[%zu/%zu] %s, %s, %d node%s ...          ", runs.size() + 1,
+                 plan.size(), sample.name.c_str(), step.variant.c_str(), step.nodes,
+                 step.nodes == 1 ? "" : "s");
+    std::fflush(stderr);
+    const std::vector<std::string>& args = quick ? sample.quick_args : sample.default_args;
+    if (step.variant == kMessages) {
+      runs.push_back(RunMessageVersion(tool, bin_dir, sample, args, step.nodes, out));
+    } else if (step.variant == kMpi) {
+      runs.push_back(RunMpiVersion(bin_dir, sample, args, step.nodes));
+    } else {
+      runs.push_back(RunSample(tool, sample, args, step.variant, step.nodes, out));
+    }
+    if (!runs.back().ok) ++failed;
+  }
+  std::fprintf(stderr, "\r%zu runs, %d failed%40s\n", runs.size(), failed, "");
+  std::remove((out + "/stats.json").c_str());
+  std::string table = WriteReport(out, setup, runs);
+  std::vector<std::string> charts = DrawCharts(out, setup, runs);
+  std::cout << table << "\nwritten: " << out << "/results.json, results.csv, results.md";
+  for (const std::string& chart : charts) std::cout << ", " << chart;
+  std::cout << std::endl;
+  return failed == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace lmdx::bench
+
+int main(int argc, char** argv) { return lmdx::bench::Main(argc, argv); }

@@ -1,0 +1,224 @@
+#include "benchmarks/protocols/report.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "benchmarks/net/child_process.h"
+
+namespace lmdx::bench {
+namespace {
+
+const RunResult* Find(const std::vector<RunResult>& runs, const std::string& sample,
+                      const std::string& protocol, int nodes) {
+  for (const RunResult& run : runs) {
+    if (run.sample == sample && run.protocol == protocol && run.nodes == nodes && run.ok) {
+      return &run;
+    }
+  }
+  return nullptr;
+}
+
+std::string Fixed(double value, int decimals) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", decimals, value);
+  return text;
+}
+
+// The same protocol's time on 1 node over this run's: how much the nodes bought.
+std::string SpeedUp(const std::vector<RunResult>& runs, const RunResult& run) {
+  const RunResult* one = Find(runs, run.sample, run.protocol, 1);
+  if (one == nullptr || run.seconds <= 0) return "";
+  return Fixed(one->seconds / run.seconds, 2);
+}
+
+// The rows of a sample: the protocols asked for, then its message and MPI versions if they ran.
+std::vector<std::string> Variants(const ReportSetup& setup, const std::vector<RunResult>& runs,
+                                  const std::string& sample) {
+  std::vector<std::string> variants = setup.protocols;
+  for (const char* baseline : {kMessages, kMpi}) {
+    for (const RunResult& run : runs) {
+      if (run.sample == sample && run.protocol == baseline) {
+        variants.push_back(baseline);
+        break;
+      }
+    }
+  }
+  return variants;
+}
+
+// This run's bytes over the message version's on as many nodes: what sharing memory cost in
+// traffic against writing the messages by hand.
+std::string BytesOverMessages(const std::vector<RunResult>& runs, const RunResult& run) {
+  if (run.protocol == kMpi || run.protocol == kMessages) return "";
+  const RunResult* messages = Find(runs, run.sample, kMessages, run.nodes);
+  if (messages == nullptr || messages->bytes <= 0) return "";
+  return Fixed(run.bytes / messages->bytes, 2);
+}
+
+std::string Today() {
+  std::time_t now = std::time(nullptr);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M", std::localtime(&now));
+  return text;
+}
+
+void WriteJson(const std::string& path, const ReportSetup& setup,
+               const std::vector<RunResult>& runs) {
+  std::ofstream out(path);
+  out << "{\n  \"date\": \"" << Today() << "\",\n  \"cores\": " << ::sysconf(_SC_NPROCESSORS_ONLN)
+      << ",\n  \"sizes\": \"" << (setup.quick ? "quick" : "default") << "\",\n  \"runs\": [\n";
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const RunResult& r = runs[i];
+    out << "    {\"sample\": \"" << r.sample << "\", \"protocol\": \"" << r.protocol
+        << "\", \"nodes\": " << r.nodes << ", \"ok\": " << (r.ok ? "true" : "false");
+    if (r.ok) {
+      out << ", \"seconds\": " << r.seconds << ", \"read_faults\": " << r.read_faults
+          << ", \"write_faults\": " << r.write_faults << ", \"pages_fetched\": " << r.pages_fetched
+          << ", \"diffs_made\": " << r.diffs_made << ", \"diff_bytes\": " << r.diff_bytes
+          << ", \"messages\": " << r.messages << ", \"bytes\": " << r.bytes;
+    } else {
+      std::string failure;
+      for (char c : r.failure) failure += (c == '"' || c == '\\') ? '\'' : c;
+      out << ", \"failure\": \"" << failure << "\"";
+    }
+    out << "}" << (i + 1 < runs.size() ? "," : "") << "\n";
+  }
+  out << "  ]\n}\n";
+}
+
+void WriteCsv(const std::string& path, const std::vector<RunResult>& runs) {
+  std::ofstream out(path);
+  out << "sample,protocol,nodes,ok,seconds,speedup_vs_1_node,read_faults,write_faults,"
+         "pages_fetched,diffs_made,diff_bytes,messages,bytes,bytes_over_messages\n";
+  for (const RunResult& r : runs) {
+    out << r.sample << ',' << r.protocol << ',' << r.nodes << ',' << (r.ok ? 1 : 0) << ','
+        << r.seconds << ',' << SpeedUp(runs, r) << ',' << r.read_faults << ',' << r.write_faults
+        << ',' << r.pages_fetched << ',' << r.diffs_made << ',' << r.diff_bytes << ',' << r.messages
+        << ',' << r.bytes << '\n';
+  }
+}
+
+std::string MarkdownTable(const ReportSetup& setup, const std::vector<RunResult>& runs) {
+  std::ostringstream md;
+  for (const std::string& sample : setup.samples) {
+    md << "\n### " << sample << "\n\n"
+       << "| protocol | nodes | time (s) | vs 1 node | faults (read + write) | pages fetched | "
+          "diffs | messages | MB sent | bytes / message version's |\n"
+       << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+    for (const std::string& protocol : Variants(setup, runs, sample)) {
+      for (int nodes : setup.nodes) {
+        md << "| " << protocol << " | " << nodes << " | ";
+        const RunResult* r = nullptr;
+        for (const RunResult& run : runs) {
+          if (run.sample == sample && run.protocol == protocol && run.nodes == nodes) r = &run;
+        }
+        if (r == nullptr || !r->ok) {
+          md << "failed: " << (r ? r->failure : "not run") << " | | | | | | | |\n";
+          continue;
+        }
+        if (r->protocol == kMpi) {  // OpenMPI's own traffic is not counted
+          md << Fixed(r->seconds, 3) << " | " << SpeedUp(runs, *r) << " | | | | | | |\n";
+          continue;
+        }
+        md << Fixed(r->seconds, 3) << " | " << SpeedUp(runs, *r) << " | "
+           << Fixed(r->read_faults + r->write_faults, 0) << " | " << Fixed(r->pages_fetched, 0)
+           << " | " << Fixed(r->diffs_made, 0) << " | " << Fixed(r->messages, 0) << " | "
+           << Fixed(r->bytes / 1e6, 2) << " | " << BytesOverMessages(runs, *r) << " |\n";
+      }
+    }
+  }
+  return md.str();
+}
+
+}  // namespace
+
+std::string WriteReport(const std::string& dir, const ReportSetup& setup,
+                        const std::vector<RunResult>& runs) {
+  WriteJson(dir + "/results.json", setup, runs);
+  WriteCsv(dir + "/results.csv", runs);
+  std::string table = MarkdownTable(setup, runs);
+  std::ofstream md(dir + "/results.md");
+  md << "# Protocol report (" << Today() << ", " << ::sysconf(_SC_NPROCESSORS_ONLN) << " cores, "
+     << (setup.quick ? "quick" : "default") << " sizes)\n\n"
+     << "Time is each sample's own figure for its parallel part; faults, fetches, diffs, "
+        "messages and bytes are sums over the nodes of the protocol statistics.\n"
+     << table;
+  return table;
+}
+
+std::vector<std::string> DrawCharts(const std::string& dir, const ReportSetup& setup,
+                                    const std::vector<RunResult>& runs) {
+  std::string gnuplot = find_on_path("gnuplot");
+  if (gnuplot.empty()) {
+    std::cerr << "lmdx bench protocols: no gnuplot on PATH, so no charts (./lmdx setup installs "
+                 "it)\n";
+    return {};
+  }
+  struct Metric {
+    const char* title;
+    double (*value)(const RunResult&);
+  };
+  const Metric metrics[] = {
+      {"time (s)", [](const RunResult& r) { return r.seconds; }},
+      {"faults", [](const RunResult& r) { return r.read_faults + r.write_faults; }},
+      {"messages", [](const RunResult& r) { return r.messages; }},
+      {"MB sent", [](const RunResult& r) { return r.bytes / 1e6; }},
+  };
+  std::vector<std::string> drawn;
+  for (const std::string& sample : setup.samples) {
+    // One data block per metric: a row per node count, a column per protocol.
+    const std::vector<std::string> variants = Variants(setup, runs, sample);
+    std::string data_file = dir + "/" + sample + ".dat";
+    std::ofstream data(data_file);
+    for (std::size_t m = 0; m < std::size(metrics); ++m) {
+      const Metric& metric = metrics[m];
+      data << "nodes";
+      for (const std::string& p : variants) data << ' ' << p;
+      data << '\n';
+      for (int nodes : setup.nodes) {
+        data << nodes;
+        for (const std::string& p : variants) {
+          const RunResult* r = Find(runs, sample, p, nodes);
+          bool counted = r != nullptr && (m == 0 || r->protocol != kMpi);
+          data << ' ' << (counted ? std::to_string(metric.value(*r)) : "NaN");
+        }
+        data << '\n';
+      }
+      data << "\n\n";
+    }
+    data.close();
+    std::string png = dir + "/" + sample + ".png";
+    std::string script_file = dir + "/" + sample + ".gp";
+    std::ofstream script(script_file);
+    script << "set terminal pngcairo size 1200,800 noenhanced\nset output '" << png << "'\n"
+           << "set multiplot layout 2,2 title '" << sample << ": each protocol by node count'\n"
+           << "set style data histograms\nset style histogram clustered gap 1\n"
+           << "set style fill solid 0.8 border -1\nset key top left\nset yrange [0:*]\n"
+           << "set xlabel 'nodes'\n";
+    for (std::size_t m = 0; m < std::size(metrics); ++m) {
+      // MPI's column (always the last) has a time and nothing else: gnuplot refuses a column
+      // with no point at all.
+      std::size_t columns = variants.size();
+      if (m > 0 && variants.back() == kMpi) --columns;
+      script << "set title '" << metrics[m].title << "'\nplot for [c=2:" << columns + 1 << "] '"
+             << data_file << "' index " << m << " using c:xtic(1) title columnheader\n";
+    }
+    script << "unset multiplot\n";
+    script.close();
+    ChildOutcome outcome = run_child({gnuplot, script_file}, {}, [](const std::string&) {});
+    if (outcome.ok()) {
+      drawn.push_back(png);
+    } else {
+      std::cerr << "lmdx bench protocols: gnuplot " << describe(outcome) << " drawing " << png
+                << '\n';
+    }
+  }
+  return drawn;
+}
+
+}  // namespace lmdx::bench

@@ -1,0 +1,161 @@
+#include "benchmarks/protocols/sample_runs.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <regex>
+#include <sstream>
+
+#include "benchmarks/net/child_process.h"
+
+namespace lmdx::bench {
+
+const std::vector<SampleSpec>& ReportSamples() {
+  static const std::vector<SampleSpec> samples = {
+      {"jacobi",
+       {},
+       {"--size", "256", "--iterations", "20"},
+       "samples/jacobi/jacobi_msg",
+       "samples/jacobi/jacobi_mpi"},
+      {"matmul", {}, {"--size", "128"}, "samples/matmul/matmul_msg", ""},
+      {"fft", {}, {"--log2-points", "12"}, "", ""},
+      {"radix", {}, {"--keys", "65536"}, "", ""},
+      {"prodcons",
+       {"--items", "2000", "--producers", "2", "--consumers", "2"},
+       {"--items", "200", "--producers", "2", "--consumers", "2"},
+       "",
+       ""},
+  };
+  return samples;
+}
+
+namespace {
+
+using Environment = std::vector<std::pair<std::string, std::string>>;
+
+// The sum over every node of a counter of the statistics JSON (protobuf's JSON writes 64-bit
+// counters as strings, doubles as numbers).
+double SumOf(const std::string& json, const std::string& field) {
+  std::regex pattern("\"" + field + "\": \"?([0-9.eE+-]+)\"?");
+  double sum = 0;
+  for (auto it = std::sregex_iterator(json.begin(), json.end(), pattern);
+       it != std::sregex_iterator(); ++it) {
+    sum += std::stod((*it)[1].str());
+  }
+  return sum;
+}
+
+std::string BaseName(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
+// Runs argv; `program` is the name the program's result line starts with ("jacobi: ...: 0.12 s").
+// Fills result.seconds, or result.failure after showing the output on stderr.
+bool RunAndTime(const std::vector<std::string>& argv, const Environment& env,
+                const std::string& program, RunResult& result) {
+  const std::regex time_line("^" + program + ": .*: ([0-9.]+) s( \\(.*\\))?$");
+  std::vector<std::string> output;
+  bool verified = false;
+  bool timed = false;
+  ChildOutcome outcome = run_child(argv, env, [&](const std::string& line) {
+    output.push_back(line);
+    std::smatch match;
+    if (line == "verified") verified = true;
+    if (!timed && std::regex_match(line, match, time_line)) {
+      result.seconds = std::stod(match[1].str());
+      timed = true;
+    }
+  });
+  if (outcome.ok() && verified && timed) return true;
+  result.failure = !outcome.ok() ? "the job " + describe(outcome)
+                   : !verified   ? "it did not print verified"
+                                 : "it printed no time";
+  for (const std::string& line : output) std::cerr << "  | " << line << '\n';
+  std::cerr << result.sample << " (" << result.protocol << ") on " << result.nodes
+            << " nodes: " << result.failure << std::endl;
+  return false;
+}
+
+// Reads the job's statistics into result.
+bool ReadStatistics(const std::string& stats_file, RunResult& result) {
+  std::ifstream in(stats_file);
+  std::stringstream json;
+  json << in.rdbuf();
+  const std::string text = json.str();
+  if (text.empty()) {
+    result.failure = "no statistics in " + stats_file;
+    std::cerr << result.sample << " (" << result.protocol << ") on " << result.nodes
+              << " nodes: " << result.failure << std::endl;
+    return false;
+  }
+  result.read_faults = SumOf(text, "read_faults");
+  result.write_faults = SumOf(text, "write_faults");
+  result.pages_fetched = SumOf(text, "pages_fetched");
+  result.diffs_made = SumOf(text, "diffs_made");
+  result.diff_bytes = SumOf(text, "diff_bytes");
+  result.messages = SumOf(text, "messages_sent");
+  result.bytes = SumOf(text, "bytes_sent");
+  return true;
+}
+
+RunResult RunWithStatistics(const std::string& tool, const std::string& program,
+                            const std::string& shown_name, const std::vector<std::string>& flags,
+                            const std::vector<std::string>& args, const std::string& scratch_dir,
+                            RunResult result) {
+  const std::string stats_file = scratch_dir + "/stats.json";
+  std::remove(stats_file.c_str());
+  std::vector<std::string> argv = {tool, "run", program, "-n", std::to_string(result.nodes)};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.insert(argv.end(), {"--timeout", "600", "--"});
+  argv.insert(argv.end(), args.begin(), args.end());
+  Environment env = {{"LMDX_STATS", "1"}, {"LMDX_STATS_JSON", stats_file}};
+  result.ok = RunAndTime(argv, env, shown_name, result) && ReadStatistics(stats_file, result);
+  return result;
+}
+
+RunResult Blank(const std::string& sample, const std::string& protocol, int nodes) {
+  RunResult result;
+  result.sample = sample;
+  result.protocol = protocol;
+  result.nodes = nodes;
+  return result;
+}
+
+}  // namespace
+
+RunResult RunSample(const std::string& tool, const SampleSpec& sample,
+                    const std::vector<std::string>& args, const std::string& protocol, int nodes,
+                    const std::string& scratch_dir) {
+  return RunWithStatistics(tool, sample.name, sample.name, {"--protocol", protocol}, args,
+                           scratch_dir, Blank(sample.name, protocol, nodes));
+}
+
+RunResult RunMessageVersion(const std::string& tool, const std::string& bin_dir,
+                            const SampleSpec& sample, const std::vector<std::string>& args,
+                            int nodes, const std::string& scratch_dir) {
+  const std::string program = bin_dir + "/" + sample.message_binary;
+  return RunWithStatistics(tool, program, BaseName(program), {}, args, scratch_dir,
+                           Blank(sample.name, kMessages, nodes));
+}
+
+RunResult RunMpiVersion(const std::string& bin_dir, const SampleSpec& sample,
+                        const std::vector<std::string>& args, int nodes) {
+  RunResult result = Blank(sample.name, kMpi, nodes);
+  std::string mpirun = find_on_path("mpirun");
+  if (mpirun.empty()) {
+    result.failure = "no mpirun on PATH (OpenMPI's openmpi-bin)";
+    std::cerr << sample.name << " (mpi): " << result.failure << std::endl;
+    return result;
+  }
+  const std::string program = bin_dir + "/" + sample.mpi_binary;
+  std::vector<std::string> argv = {mpirun, "--oversubscribe", "-n", std::to_string(nodes), program};
+  argv.insert(argv.end(), args.begin(), args.end());
+  Environment env;
+  if (::geteuid() == 0) {  // OpenMPI refuses root unless told twice
+    env = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}};
+  }
+  result.ok = RunAndTime(argv, env, BaseName(program), result);
+  return result;
+}
+
+}  // namespace lmdx::bench
