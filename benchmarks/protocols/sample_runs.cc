@@ -21,7 +21,7 @@ const std::vector<SampleSpec>& ReportSamples() {
        "samples/jacobi/jacobi_mpi"},
       {"matmul", {}, {"--size", "128"}, "samples/matmul/matmul_msg", ""},
       {"fft", {}, {"--log2-points", "12"}, "samples/fft/fft_msg", "samples/fft/fft_mpi"},
-      {"radix", {}, {"--keys", "65536"}, "", ""},
+      {"radix", {}, {"--keys", "65536"}, "samples/radix/radix_msg", ""},
       {"prodcons",
        {"--items", "2000", "--producers", "2", "--consumers", "2"},
        {"--items", "200", "--producers", "2", "--consumers", "2"},
