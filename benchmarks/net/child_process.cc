@@ -20,8 +20,13 @@ std::string errno_text(int err) { return std::strerror(err); }
 // report_fd (close-on-exec, so a successful exec closes it with nothing written).
 [[noreturn]] void exec_child(const std::vector<std::string>& argv,
                              const std::vector<std::pair<std::string, std::string>>& extra_env,
-                             int stdout_fd, int report_fd) {
-  if (dup2(stdout_fd, STDOUT_FILENO) < 0) {
+                             int stdout_fd, int report_fd, const std::string& stderr_file) {
+  int stderr_fd = STDERR_FILENO;
+  if (!stderr_file.empty()) {
+    stderr_fd = open(stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  }
+  if (stderr_fd < 0 || dup2(stdout_fd, STDOUT_FILENO) < 0 ||
+      (stderr_fd != STDERR_FILENO && dup2(stderr_fd, STDERR_FILENO) < 0)) {
     const int err = errno;
     (void)!write(report_fd, &err, sizeof err);
     _exit(127);
@@ -68,7 +73,8 @@ std::string describe(const ChildOutcome& outcome) {
 
 ChildOutcome run_child(const std::vector<std::string>& argv,
                        const std::vector<std::pair<std::string, std::string>>& extra_env,
-                       const std::function<void(const std::string&)>& on_line) {
+                       const std::function<void(const std::string&)>& on_line,
+                       const std::string& stderr_file) {
   ChildOutcome outcome;
   int out_pipe[2];
   int report_pipe[2];
@@ -88,7 +94,7 @@ ChildOutcome run_child(const std::vector<std::string>& argv,
     for (int fd : {out_pipe[0], out_pipe[1], report_pipe[0], report_pipe[1]}) close(fd);
     return outcome;
   }
-  if (pid == 0) exec_child(argv, extra_env, out_pipe[1], report_pipe[1]);
+  if (pid == 0) exec_child(argv, extra_env, out_pipe[1], report_pipe[1], stderr_file);
 
   close(out_pipe[1]);
   close(report_pipe[1]);

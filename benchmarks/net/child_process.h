@@ -23,10 +23,12 @@ struct ChildOutcome {
 std::string describe(const ChildOutcome& outcome);
 
 // Runs argv (argv[0] is a path) with extra variables added to this process's environment, calls
-// on_line for each line of its standard output (without the newline), and waits for it.
+// on_line for each line of its standard output (without the newline), and waits for it. Its
+// standard error goes to stderr_file when one is named, else to this process's.
 ChildOutcome run_child(const std::vector<std::string>& argv,
                        const std::vector<std::pair<std::string, std::string>>& extra_env,
-                       const std::function<void(const std::string&)>& on_line);
+                       const std::function<void(const std::string&)>& on_line,
+                       const std::string& stderr_file = "");
 
 // The full path of an executable found on PATH, or "" when there is none.
 std::string find_on_path(const std::string& name);

@@ -65,6 +65,7 @@ int Main(int argc, char** argv) {
   std::string out = "protocols-report";
   bool quick = false;
   bool no_baselines = false;
+  int repeat = 3;
   CLI::App app{
       "lmdx bench protocols: what each consistency protocol costs on each sample, by node count",
       "lmdx bench protocols"};
@@ -74,6 +75,9 @@ int Main(int argc, char** argv) {
   app.add_option("--out", out, "folder for results.json, .csv, .md and the charts")
       ->capture_default_str();
   app.add_flag("--quick", quick, "small sizes: every path in seconds, figures meaningless");
+  app.add_option("--repeat", repeat, "runs of each case; the fastest is reported")
+      ->check(CLI::Range(1, 20))
+      ->capture_default_str();
   app.add_flag("--no-baselines", no_baselines,
                "skip the samples' explicit-message and MPI versions");
   app.footer(
@@ -128,17 +132,27 @@ int Main(int argc, char** argv) {
                  step.nodes == 1 ? "" : "s");
     std::fflush(stderr);
     const std::vector<std::string>& args = quick ? sample.quick_args : sample.default_args;
-    if (step.variant == kMessages) {
-      runs.push_back(RunMessageVersion(tool, bin_dir, sample, args, step.nodes, out));
-    } else if (step.variant == kMpi) {
-      runs.push_back(RunMpiVersion(bin_dir, sample, args, step.nodes));
-    } else {
-      runs.push_back(RunSample(tool, sample, args, step.variant, step.nodes, out));
+    // This machine's figures vary from run to run (other load, the 2 cores' scheduling): the
+    // fastest of a few runs is the one least disturbed. A failure in any run is the result.
+    RunResult best;
+    for (int attempt = 0; attempt < repeat; ++attempt) {
+      RunResult run;
+      if (step.variant == kMessages) {
+        run = RunMessageVersion(tool, bin_dir, sample, args, step.nodes, out);
+      } else if (step.variant == kMpi) {
+        run = RunMpiVersion(bin_dir, sample, args, step.nodes, out);
+      } else {
+        run = RunSample(tool, sample, args, step.variant, step.nodes, out);
+      }
+      if (!run.ok || attempt == 0 || run.seconds < best.seconds) best = run;
+      if (!run.ok) break;
     }
+    runs.push_back(best);
     if (!runs.back().ok) ++failed;
   }
   std::fprintf(stderr, "\r%zu runs, %d failed%40s\n", runs.size(), failed, "");
   std::remove((out + "/stats.json").c_str());
+  std::remove((out + "/stderr.txt").c_str());
   std::string table = WriteReport(out, setup, runs);
   std::vector<std::string> charts = DrawCharts(out, setup, runs);
   std::cout << table << "\nwritten: " << out << "/results.json, results.csv, results.md";

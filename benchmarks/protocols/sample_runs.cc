@@ -49,28 +49,34 @@ double SumOf(const std::string& json, const std::string& field) {
 
 std::string BaseName(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 
-// Runs argv; `program` is the name the program's result line starts with ("jacobi: ...: 0.12 s").
-// Fills result.seconds, or result.failure after showing the output on stderr.
+// Runs argv with its standard error in stderr_file (the statistics tables would bury the
+// progress line); `program` is the name its result line starts with ("jacobi: ...: 0.12 s").
+// Fills result.seconds, or result.failure after showing the output and the errors on stderr.
 bool RunAndTime(const std::vector<std::string>& argv, const Environment& env,
-                const std::string& program, RunResult& result) {
+                const std::string& program, const std::string& stderr_file, RunResult& result) {
   const std::regex time_line("^" + program + ": .*: ([0-9.]+) s( \\(.*\\))?$");
   std::vector<std::string> output;
   bool verified = false;
   bool timed = false;
-  ChildOutcome outcome = run_child(argv, env, [&](const std::string& line) {
-    output.push_back(line);
-    std::smatch match;
-    if (line == "verified") verified = true;
-    if (!timed && std::regex_match(line, match, time_line)) {
-      result.seconds = std::stod(match[1].str());
-      timed = true;
-    }
-  });
+  ChildOutcome outcome = run_child(
+      argv, env,
+      [&](const std::string& line) {
+        output.push_back(line);
+        std::smatch match;
+        if (line == "verified") verified = true;
+        if (!timed && std::regex_match(line, match, time_line)) {
+          result.seconds = std::stod(match[1].str());
+          timed = true;
+        }
+      },
+      stderr_file);
   if (outcome.ok() && verified && timed) return true;
   result.failure = !outcome.ok() ? "the job " + describe(outcome)
                    : !verified   ? "it did not print verified"
                                  : "it printed no time";
   for (const std::string& line : output) std::cerr << "  | " << line << '\n';
+  std::ifstream errors(stderr_file);
+  for (std::string line; std::getline(errors, line);) std::cerr << "  ! " << line << '\n';
   std::cerr << result.sample << " (" << result.protocol << ") on " << result.nodes
             << " nodes: " << result.failure << std::endl;
   return false;
@@ -109,7 +115,8 @@ RunResult RunWithStatistics(const std::string& tool, const std::string& program,
   argv.insert(argv.end(), {"--timeout", "600", "--"});
   argv.insert(argv.end(), args.begin(), args.end());
   Environment env = {{"LMDX_STATS", "1"}, {"LMDX_STATS_JSON", stats_file}};
-  result.ok = RunAndTime(argv, env, shown_name, result) && ReadStatistics(stats_file, result);
+  result.ok = RunAndTime(argv, env, shown_name, scratch_dir + "/stderr.txt", result) &&
+              ReadStatistics(stats_file, result);
   return result;
 }
 
@@ -139,7 +146,8 @@ RunResult RunMessageVersion(const std::string& tool, const std::string& bin_dir,
 }
 
 RunResult RunMpiVersion(const std::string& bin_dir, const SampleSpec& sample,
-                        const std::vector<std::string>& args, int nodes) {
+                        const std::vector<std::string>& args, int nodes,
+                        const std::string& scratch_dir) {
   RunResult result = Blank(sample.name, kMpi, nodes);
   std::string mpirun = find_on_path("mpirun");
   if (mpirun.empty()) {
@@ -154,7 +162,7 @@ RunResult RunMpiVersion(const std::string& bin_dir, const SampleSpec& sample,
   if (::geteuid() == 0) {  // OpenMPI refuses root unless told twice
     env = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}};
   }
-  result.ok = RunAndTime(argv, env, BaseName(program), result);
+  result.ok = RunAndTime(argv, env, BaseName(program), scratch_dir + "/stderr.txt", result);
   return result;
 }
 

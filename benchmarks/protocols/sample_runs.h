@@ -53,7 +53,8 @@ RunResult RunMessageVersion(const std::string& tool, const std::string& bin_dir,
 
 // The sample's MPI version through OpenMPI's mpirun: its time only.
 RunResult RunMpiVersion(const std::string& bin_dir, const SampleSpec& sample,
-                        const std::vector<std::string>& args, int nodes);
+                        const std::vector<std::string>& args, int nodes,
+                        const std::string& scratch_dir);
 
 }  // namespace lmdx::bench
 
