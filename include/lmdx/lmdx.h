@@ -66,7 +66,7 @@ const char* lmdx_strerror(int code);
  * The error mode applies to the whole process. */
 const char* lmdx_last_error_message(void);
 /* The code of this thread's last failed call (LMDX_ERRORS_RETURN mode), for calls that return a
- * pointer and so report failure as NULL. */
+ * pointer and so report failure as NULL, and for those that return nothing (lmdx_free). */
 int lmdx_last_error(void);
 
 /* Raw messages. Each carries a tag (an int >= 0 the sender chooses; lmdx_send sends tag 0).
@@ -294,7 +294,8 @@ int lmdx_alltoall(lmdx_group_t group, const void* send, size_t len_per_member, v
 /* A block of shared memory from this node's slice of the shared heap; freed by lmdx_free from any
  * node. NULL (LMDX_ERR_NO_MEMORY) when the slice is full. */
 void* lmdx_malloc(size_t bytes);
-/* Frees a block of lmdx_malloc from any node; NULL is ignored. Anything else is LMDX_ERR_MISUSE. */
+/* Frees a block of lmdx_malloc from any node; NULL is ignored. Anything else is LMDX_ERR_MISUSE
+ * (fatal by default; in LMDX_ERRORS_RETURN mode, read it with lmdx_last_error()). */
 void lmdx_free(void* block);
 /* SPMD: every rank calls it in the same order with the same size; all get the same pointer. */
 void* lmdx_alloc_collective(size_t bytes);
