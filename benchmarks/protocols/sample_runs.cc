@@ -25,7 +25,7 @@ const std::vector<SampleSpec>& ReportSamples() {
       {"prodcons",
        {"--items", "2000", "--producers", "2", "--consumers", "2"},
        {"--items", "200", "--producers", "2", "--consumers", "2"},
-       "",
+       "samples/prodcons/prodcons_msg",
        ""},
   };
   return samples;

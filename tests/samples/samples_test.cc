@@ -72,6 +72,23 @@ INSTANTIATE_TEST_SUITE_P(Matrix, SampleUnderProtocolTest, ::testing::ValuesIn(Al
                                   std::to_string(std::get<2>(info.param)) + "_nodes";
                          });
 
+// The explicit-message versions, on 1 to 4 nodes (3: uneven bands): each checks its result as the
+// shared version does.
+TEST(MessageVersionsTest, VerifyTheirResults) {
+  const std::vector<std::pair<const char*, const char*>> versions = {
+      {"jacobi", "JACOBI_MSG"}, {"matmul", "MATMUL_MSG"},     {"fft", "FFT_MSG"},
+      {"radix", "RADIX_MSG"},   {"prodcons", "PRODCONS_MSG"},
+  };
+  for (const auto& [name, variable] : versions) {
+    for (int nodes : {1, 3, 4}) {
+      JobResult job = RunJob(BinaryFromEnv(variable), nodes, Named(name).small_args);
+      EXPECT_EQ(job.exit_code, 0) << variable << " on " << nodes << "\n" << job.out << job.err;
+      EXPECT_EQ(CountOf(job.out, "\nverified\n"), 1) << job.out;
+      EXPECT_NE(job.out.find(std::string(name) + "_msg: "), std::string::npos) << job.out;
+    }
+  }
+}
+
 // More workers than nodes: uneven bands, and two workers of one node share its copy of a page.
 TEST(SampleWorkersTest, MoreWorkersThanNodes) {
   for (const char* name : {"jacobi", "matmul", "fft", "radix"}) {
