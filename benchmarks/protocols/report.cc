@@ -77,10 +77,13 @@ void WriteJson(const std::string& path, const ReportSetup& setup,
     out << "    {\"sample\": \"" << r.sample << "\", \"protocol\": \"" << r.protocol
         << "\", \"nodes\": " << r.nodes << ", \"ok\": " << (r.ok ? "true" : "false");
     if (r.ok) {
-      out << ", \"seconds\": " << r.seconds << ", \"read_faults\": " << r.read_faults
-          << ", \"write_faults\": " << r.write_faults << ", \"pages_fetched\": " << r.pages_fetched
-          << ", \"diffs_made\": " << r.diffs_made << ", \"diff_bytes\": " << r.diff_bytes
-          << ", \"messages\": " << r.messages << ", \"bytes\": " << r.bytes;
+      out << ", \"seconds\": " << Fixed(r.seconds, 4)
+          << ", \"read_faults\": " << Fixed(r.read_faults, 0)
+          << ", \"write_faults\": " << Fixed(r.write_faults, 0)
+          << ", \"pages_fetched\": " << Fixed(r.pages_fetched, 0)
+          << ", \"diffs_made\": " << Fixed(r.diffs_made, 0)
+          << ", \"diff_bytes\": " << Fixed(r.diff_bytes, 0)
+          << ", \"messages\": " << Fixed(r.messages, 0) << ", \"bytes\": " << Fixed(r.bytes, 0);
     } else {
       std::string failure;
       for (char c : r.failure) failure += (c == '"' || c == '\\') ? '\'' : c;
@@ -97,9 +100,10 @@ void WriteCsv(const std::string& path, const std::vector<RunResult>& runs) {
          "pages_fetched,diffs_made,diff_bytes,messages,bytes,bytes_over_messages\n";
   for (const RunResult& r : runs) {
     out << r.sample << ',' << r.protocol << ',' << r.nodes << ',' << (r.ok ? 1 : 0) << ','
-        << r.seconds << ',' << SpeedUp(runs, r) << ',' << r.read_faults << ',' << r.write_faults
-        << ',' << r.pages_fetched << ',' << r.diffs_made << ',' << r.diff_bytes << ',' << r.messages
-        << ',' << r.bytes << '\n';
+        << Fixed(r.seconds, 4) << ',' << SpeedUp(runs, r) << ',' << Fixed(r.read_faults, 0) << ','
+        << Fixed(r.write_faults, 0) << ',' << Fixed(r.pages_fetched, 0) << ','
+        << Fixed(r.diffs_made, 0) << ',' << Fixed(r.diff_bytes, 0) << ',' << Fixed(r.messages, 0)
+        << ',' << Fixed(r.bytes, 0) << ',' << BytesOverMessages(runs, r) << '\n';
   }
 }
 
