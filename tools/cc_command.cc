@@ -28,7 +28,8 @@ constexpr char kDefaultCStd[] = "-std=gnu11";
 constexpr char kDefaultCxxStd[] = "-std=c++20";
 constexpr char kHelp[] =
     "Compiles each source (.c as C11, .cc/.cpp/.cxx/.C as C++20) with -I LMDX_HOME/include and "
-    "links\nthe program with g++ against bazel-bin/api/liblmdx.so. Flags: -D -U -I -include "
+    "links\nthe program (a .proto is compiled by protoc first: include \"NAME.pb.h\"; protobuf is "
+    "linked) with g++ against bazel-bin/api/liblmdx.so. Flags: -D -U -I -include "
     "-isystem go to\ncompilation, -l -L -Wl, to linking, the rest (-O2, -g, -fsanitize=...) to "
     "both.\nEach source goes through lmdxpp first (LMDX_shared, LMDX_thread, ...; "
     "docs/preprocessor.md).\n  -o OUT         the program to write (required)\n  -v, --verbose  "
@@ -140,6 +141,8 @@ CcRequest ParseCcArguments(const std::vector<std::string>& args) {
       request.link_flags.push_back(arg);
     } else if (!arg.empty() && arg[0] == '-') {
       request.common_flags.push_back(arg);
+    } else if (fs::path(arg).extension() == ".proto") {
+      request.protos.push_back(arg);
     } else if (SourceLanguage(arg)) {
       request.sources.push_back(arg);
     } else {
@@ -147,7 +150,9 @@ CcRequest ParseCcArguments(const std::vector<std::string>& args) {
     }
   }
   if (request.sources.empty()) {
-    throw UsageError("no source files given (.c, .cc, .cpp, .cxx or .C); see lmdx cc --help");
+    throw UsageError("no source files given (.c, .cc, .cpp, .cxx or .C" +
+                     std::string(request.protos.empty() ? "" : "; a .proto is not a program") +
+                     "); see lmdx cc --help");
   }
   if (request.output.empty()) {
     throw UsageError("no output given: add -o PROGRAM; see lmdx cc --help");
@@ -171,6 +176,16 @@ CcLayout FindCcLayout(const Paths& paths) {
 CcPlan PlanCc(const CcRequest& request, const CcLayout& layout, const fs::path& object_dir) {
   CcPlan plan;
   plan.link = {"g++"};
+  // protoc writes work.pb.h and work.pb.cc into the object folder, which every compilation then
+  // searches, so that `#include "work.pb.h"` finds them; imports resolve next to each .proto.
+  std::vector<std::string> generated;
+  for (const std::string& proto : request.protos) {
+    fs::path folder = fs::path(proto).parent_path();
+    if (folder.empty()) folder = ".";
+    plan.generate.push_back(
+        {"protoc", "--cpp_out=" + object_dir.string(), "--proto_path=" + folder.string(), proto});
+    generated.push_back((object_dir / fs::path(proto).stem()).string() + ".pb.cc");
+  }
   for (std::size_t i = 0; i < request.sources.size(); ++i) {
     const std::string& source = request.sources[i];
     bool c = SourceLanguage(source) == Language::kC;
@@ -192,12 +207,23 @@ CcPlan PlanCc(const CcRequest& request, const CcLayout& layout, const fs::path& 
       fs::path folder = fs::path(source).parent_path();
       compile.push_back("-iquote" + (folder.empty() ? std::string(".") : folder.string()));
     }
+    if (!generated.empty()) compile.push_back("-I" + object_dir.string());
     compile.insert(compile.end(), request.compile_flags.begin(), request.compile_flags.end());
     compile.insert(compile.end(), request.common_flags.begin(), request.common_flags.end());
     compile.push_back("-pthread");
     compile.insert(compile.end(), {"-c", compiled, "-o", object.string()});
     plan.compile.push_back(std::move(compile));
     plan.link.push_back(object.string());
+  }
+  for (const std::string& source : generated) {
+    std::string object = source.substr(0, source.size() - 3) + ".o";  // work.pb.cc -> work.pb.o
+    const std::string& user_std = request.cxx_std;
+    CommandLine compile = {"g++", user_std.empty() ? kDefaultCxxStd : user_std,
+                           "-I" + object_dir.string()};
+    compile.insert(compile.end(), request.common_flags.begin(), request.common_flags.end());
+    compile.insert(compile.end(), {"-pthread", "-c", source, "-o", object});
+    plan.compile.push_back(std::move(compile));
+    plan.link.push_back(object);
   }
   CommandLine& link = plan.link;
   link.insert(link.end(), request.link_inputs.begin(), request.link_inputs.end());
@@ -209,6 +235,7 @@ CcPlan PlanCc(const CcRequest& request, const CcLayout& layout, const fs::path& 
                            // serves the whole program, so no block is freed by another allocator.
                            "-Wl,--push-state,--no-as-needed", "-ljemalloc", "-Wl,--pop-state"});
   link.insert(link.end(), request.link_flags.begin(), request.link_flags.end());
+  if (!generated.empty()) link.push_back("-lprotobuf");
   link.push_back("-pthread");
   return plan;
 }
@@ -247,7 +274,8 @@ int CcCommand(const std::vector<std::string>& args, const Paths& paths) {
   for (const Translation& translation : plan.translate) {
     if (!TranslateSource(translation, request.verbose)) return 1;
   }
-  std::vector<CommandLine> steps = plan.compile;
+  std::vector<CommandLine> steps = plan.generate;
+  steps.insert(steps.end(), plan.compile.begin(), plan.compile.end());
   steps.push_back(plan.link);
   for (const CommandLine& step : steps) {
     if (request.verbose) std::cerr << ShellQuote(step) << std::endl;

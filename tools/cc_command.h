@@ -24,6 +24,7 @@ std::optional<Language> SourceLanguage(const std::string& path);
 // What the user asked for, sorted by where each piece goes.
 struct CcRequest {
   std::vector<std::string> sources;        // in the order given
+  std::vector<std::string> protos;         // .proto files: protoc makes their C++ classes
   std::vector<std::string> link_inputs;    // objects and libraries given by path
   std::vector<std::string> compile_flags;  // -D, -U, -I, -include, -isystem
   std::vector<std::string> link_flags;     // -l, -L, -Wl,..., -Xlinker
@@ -35,7 +36,9 @@ struct CcRequest {
   bool preprocess = true;  // --no-lmdxpp compiles the sources as they are
 };
 
-// Throws UsageError for a missing -o, no sources, or an option missing its value.
+// Throws UsageError for a missing -o, no sources, or an option missing its value. A .proto among
+// the arguments is compiled by protoc into C++ classes that the sources include by its name
+// ("work.pb.h"), and the program is linked with protobuf.
 CcRequest ParseCcArguments(const std::vector<std::string>& args);
 
 // Where the LMDX headers and library are.
@@ -53,8 +56,9 @@ struct Translation {
 };
 
 struct CcPlan {
+  std::vector<CommandLine> generate;   // protoc, one per .proto, before anything is compiled
   std::vector<Translation> translate;  // one per source, unless --no-lmdxpp
-  std::vector<CommandLine> compile;    // one per source
+  std::vector<CommandLine> compile;    // one per source, then one per generated .pb.cc
   CommandLine link;
 };
 // The translations and compiler command lines for a request; translations and objects go to

@@ -67,6 +67,30 @@ TEST(CcCommandTest, PlanCompilesEachSourceThenLinksAgainstLmdx) {
                                     "-Wl,--pop-state", "-lm", "-pthread"}));
 }
 
+// A .proto becomes C++ classes before anything is compiled; the sources find work.pb.h in the
+// object folder, the generated source is compiled and linked, and so is protobuf.
+TEST(CcCommandTest, ProtoFilesAreGeneratedCompiledAndLinked) {
+  CcRequest r = ParseCcArguments({"msgs/work.proto", "prog.cc", "-O2", "-o", "prog"});
+  ASSERT_EQ(r.protos, std::vector<std::string>{"msgs/work.proto"});
+  CcPlan plan = PlanCc(r, {"/lmdx/include", "/out/api"}, "/tmp/objs");
+  EXPECT_EQ(plan.generate, (std::vector<CommandLine>{{"protoc", "--cpp_out=/tmp/objs",
+                                                      "--proto_path=msgs", "msgs/work.proto"}}));
+  ASSERT_EQ(plan.compile.size(), 2u);
+  EXPECT_TRUE(Has(plan.compile[0], "-I/tmp/objs"));
+  EXPECT_EQ(plan.compile[1],
+            (CommandLine{"g++", "-std=c++20", "-I/tmp/objs", "-O2", "-pthread", "-c",
+                         "/tmp/objs/work.pb.cc", "-o", "/tmp/objs/work.pb.o"}));
+  EXPECT_TRUE(Has(plan.link, "/tmp/objs/work.pb.o"));
+  EXPECT_TRUE(Has(plan.link, "-lprotobuf"));
+  // A .proto alone is no program.
+  try {
+    ParseCcArguments({"work.proto", "-o", "prog"});
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("a .proto is not a program"), std::string::npos);
+  }
+}
+
 TEST(CcCommandTest, TranslationsFindQuotedIncludesNextToTheOriginal) {
   CcRequest r = ParseCcArguments({"src/app/main.c", "-o", "prog"});
   CcPlan plan = PlanCc(r, {"/i", "/l"}, "/o");
