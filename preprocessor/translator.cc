@@ -19,7 +19,6 @@ namespace {
 enum class Scope { kTransparent, kFunction, kAggregate };
 
 constexpr char kPointerPrefix[] = "lmdx_shared_";
-constexpr char kRenamedMain[] = "lmdx_program_main";
 
 std::string Quote(std::string_view word) { return "'" + std::string(word) + "'"; }
 

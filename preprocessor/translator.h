@@ -8,6 +8,10 @@
 
 namespace lmdx::pp {
 
+// The name lmdxpp gives the program's own `main`, so that the `main` it generates starts LMDX
+// first; `lmdx cc` maps it back in compiler messages.
+inline constexpr char kRenamedMain[] = "lmdx_program_main";
+
 // Turns an LMDX-annotated C or C++ source into plain C or C++ over the API of <lmdx/lmdx.h>
 // (docs/preprocessor.md lists every construct):
 //   LMDX_shared T name[dims];   a named shared variable; later uses of name reach shared memory

@@ -1,5 +1,6 @@
 #include "tools/cc_command.h"
 
+#include <fcntl.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -12,6 +13,7 @@
 #include <system_error>
 
 #include "preprocessor/translate_file.h"
+#include "preprocessor/translator.h"
 
 #include "tools/exit_status.h"
 #include "tools/usage_error.h"
@@ -62,17 +64,60 @@ class TempDir {
   fs::path path_;
 };
 
-// Runs command (found on PATH) and returns its exit status, 128 + signal if it was killed.
-int RunCompiler(const CommandLine& command) {
+// What the compiler says, in the user's terms: lmdxpp renames `main` (so that LMDX starts first)
+// and the compiler reads translations in a temporary folder; both are mapped back.
+struct MessageMapping {
+  std::vector<std::pair<std::string, std::string>> replacements;  // (what it says, what to say)
+
+  std::string Apply(std::string line) const {
+    for (const auto& [from, to] : replacements) {
+      for (std::size_t at = line.find(from); at != std::string::npos;
+           at = line.find(from, at + to.size())) {
+        line.replace(at, from.size(), to);
+      }
+    }
+    return line;
+  }
+};
+
+// Runs command (found on PATH) and returns its exit status, 128 + signal if it was killed. Its
+// standard error passes through mapping on its way to ours.
+int RunCompiler(const CommandLine& command, const MessageMapping& mapping) {
   std::vector<char*> argv;
   for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  int err_pipe[2];
+  if (::pipe2(err_pipe, O_CLOEXEC) < 0) {
+    std::cerr << "lmdx cc: pipe: " << std::strerror(errno) << "\n";
+    return 127;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
   pid_t pid;
-  int rc = ::posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ);
+  int rc = ::posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(err_pipe[1]);
   if (rc != 0) {
+    ::close(err_pipe[0]);
     std::cerr << "lmdx cc: cannot run " << command[0] << ": " << std::strerror(rc) << "\n";
     return 127;
   }
+  std::string pending;
+  char chunk[4096];
+  for (;;) {
+    ssize_t n = ::read(err_pipe[0], chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    pending.append(chunk, static_cast<std::size_t>(n));
+    for (std::size_t end = pending.find('\n'); end != std::string::npos; end = pending.find('\n')) {
+      std::cerr << mapping.Apply(pending.substr(0, end)) << '\n';
+      pending.erase(0, end + 1);
+    }
+  }
+  if (!pending.empty()) std::cerr << mapping.Apply(pending);
+  std::cerr.flush();
+  ::close(err_pipe[0]);
   int ws = 0;
   while (::waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
   }
@@ -277,9 +322,23 @@ int CcCommand(const std::vector<std::string>& args, const Paths& paths) {
   std::vector<CommandLine> steps = plan.generate;
   steps.insert(steps.end(), plan.compile.begin(), plan.compile.end());
   steps.push_back(plan.link);
+  MessageMapping mapping;
+  for (const Translation& translation : plan.translate) {
+    mapping.replacements.emplace_back(translation.output.string(), translation.source);
+  }
+  if (request.preprocess) {
+    // Quoted both ways, as gcc quotes in UTF-8 and C locales; only whole names are renamed.
+    for (const char* quote : {"\u2018%s\u2019", "'%s'", "`%s'"}) {
+      std::string from = quote;
+      std::string to = quote;
+      from.replace(from.find("%s"), 2, pp::kRenamedMain);
+      to.replace(to.find("%s"), 2, "main");
+      mapping.replacements.emplace_back(from, to);
+    }
+  }
   for (const CommandLine& step : steps) {
     if (request.verbose) std::cerr << ShellQuote(step) << std::endl;
-    if (int status = RunCompiler(step); status != 0) return status;
+    if (int status = RunCompiler(step, mapping); status != 0) return status;
   }
   return 0;
 }

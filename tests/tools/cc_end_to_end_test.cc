@@ -180,6 +180,12 @@ TEST_F(CcEndToEndTest, CompilerMessagesPointAtTheUsersLines) {
   EXPECT_EQ(built.code, 1);
   EXPECT_NE(built.err.find(source.string() + ":4:10: error: 'grdi' undeclared"), std::string::npos)
       << built.err;
+  // The function is the user's main, not the name lmdxpp gave it, and no message names the
+  // translation in the temporary folder.
+  EXPECT_NE(built.err.find(source.string() + ": In function 'main'"), std::string::npos)
+      << built.err;
+  EXPECT_EQ(built.err.find("lmdx_program_main"), std::string::npos) << built.err;
+  EXPECT_EQ(built.err.find("/0-typo.c"), std::string::npos) << built.err;
 }
 
 TEST_F(CcEndToEndTest, MalformedConstructStopsBeforeTheCompiler) {
