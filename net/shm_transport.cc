@@ -8,11 +8,14 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <thread>
 
 #include "base/error.h"
 #include "base/log.h"
@@ -127,7 +130,7 @@ ShmTransport::ShmTransport(ProgressEngine& engine, TransportHost& host, const Jo
   socklen_t length;
   sockaddr_un address = AbstractAddress(address_, &length);
   if (::bind(listener_.get(), reinterpret_cast<sockaddr*>(&address), length) != 0 ||
-      ::listen(listener_.get(), 128) != 0) {
+      ::listen(listener_.get(), SOMAXCONN) != 0) {
     ThrowSystemError("shm: listen on @" + address_, errno, LMDX_ERR_NETWORK);
   }
   engine_.AddPoller(this);
@@ -207,13 +210,23 @@ void ShmTransport::Send(int dest, OutgoingMessage message, bool may_block) {
 void ShmTransport::Connect(const ConnectionPtr& connection, const std::string& address) {
   int peer = connection->peer_rank();
   try {
-    Fd socket(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (!socket) ThrowSystemError("shm: socket", errno, LMDX_ERR_NETWORK);
-    SetTimeouts(socket.get(), kSetupTimeoutMs);
     socklen_t length;
     sockaddr_un remote = AbstractAddress(address, &length);
-    if (::connect(socket.get(), reinterpret_cast<sockaddr*>(&remote), length) != 0) {
-      ThrowSystemError("cannot connect", errno, LMDX_ERR_NETWORK);
+    // A peer that hundreds of nodes reach at once (rank 0 at start-up) may have a full accept
+    // queue: the connect then fails with EAGAIN, and is tried again, backing off, for as long as
+    // setting up a connection may take.
+    Fd socket;
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(kSetupTimeoutMs);
+    for (std::chrono::milliseconds pause(1);; pause = std::min(pause * 2, decltype(pause)(100))) {
+      socket = Fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+      if (!socket) ThrowSystemError("shm: socket", errno, LMDX_ERR_NETWORK);
+      SetTimeouts(socket.get(), kSetupTimeoutMs);
+      if (::connect(socket.get(), reinterpret_cast<sockaddr*>(&remote), length) == 0) break;
+      if (errno != EAGAIN || std::chrono::steady_clock::now() + pause > deadline) {
+        ThrowSystemError("cannot connect", errno, LMDX_ERR_NETWORK);
+      }
+      std::this_thread::sleep_for(pause);
     }
     Handshake handshake = Handshake::AsClient(secret_, rank_, peer);
     internal::RunClientHandshake(socket.get(), handshake, connection->label(), kSetupTimeoutMs);
