@@ -144,6 +144,10 @@ std::shared_ptr<UserThread> Scheduler::Spawn(std::function<void()> body) {
         self.caller = std::move(caller);
         try {
           self.body();
+        } catch (const context::detail::forced_unwind&) {
+          // A parked fiber destroyed at shutdown unwinds its stack with this exception, which
+          // must reach Boost.Context again (it asserts that it was caught by its own frame).
+          throw;
         } catch (const std::exception& error) {
           LogLine(std::string("a user-level thread ended with an exception: ") + error.what());
         } catch (...) {
