@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/io/tokenizer.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/text_format.h>
 #include <unistd.h>
 
@@ -722,12 +721,6 @@ class FirstError : public pb::io::ErrorCollector {
   std::string message_;
 };
 
-class IgnoreErrors : public pb::io::ErrorCollector {
- public:
-  void AddError(int /*line*/, pb::io::ColumnNumber /*column*/,
-                const std::string& /*message*/) override {}
-};
-
 // Protobuf reports a few errors once it has read the token at fault: at the token after it. These
 // are moved back to the token at fault (the unknown name, the bad value).
 bool ReportedAfterTheToken(const std::string& message) {
@@ -741,15 +734,8 @@ bool ReportedAfterTheToken(const std::string& message) {
 // The start of the last token before `where`, counted as protobuf's parser counts (tabs to the
 // next multiple of 8).
 Checker::Where TokenBefore(std::string_view text, Checker::Where where) {
-  pb::io::ArrayInputStream input(text.data(), static_cast<int>(text.size()));
-  IgnoreErrors ignore;
-  pb::io::Tokenizer tokenizer(&input, &ignore);
-  tokenizer.set_comment_style(pb::io::Tokenizer::SH_COMMENT_STYLE);
-  tokenizer.set_allow_f_after_float(true);
-  tokenizer.set_require_space_after_number(false);
   Checker::Where previous = where;
-  while (tokenizer.Next()) {
-    const pb::io::Tokenizer::Token& token = tokenizer.current();
+  for (const internal::Token& token : internal::Tokenize(text)) {
     if (token.line > where.line || (token.line == where.line && token.column >= where.column)) {
       break;
     }

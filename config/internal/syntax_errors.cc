@@ -1,6 +1,5 @@
 #include "config/internal/syntax_errors.h"
 
-#include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include <vector>
@@ -16,15 +15,9 @@ class IgnoreErrors : public pb::io::ErrorCollector {
                 const std::string& /*message*/) override {}
 };
 
-struct Token {
-  std::string text;
-  pb::io::Tokenizer::TokenType type;
-  int line;
-  int column;
-};
+}  // namespace
 
-// Every token of text, read as the text-format parser reads it.
-std::vector<Token> Tokens(std::string_view text) {
+std::vector<Token> Tokenize(std::string_view text) {
   pb::io::ArrayInputStream input(text.data(), static_cast<int>(text.size()));
   IgnoreErrors ignore;
   pb::io::Tokenizer tokenizer(&input, &ignore);
@@ -38,6 +31,8 @@ std::vector<Token> Tokens(std::string_view text) {
   }
   return tokens;
 }
+
+namespace {
 
 bool Before(const Token& token, int line, int column) {
   return token.line < line || (token.line == line && token.column < column);
@@ -123,7 +118,7 @@ std::string WordAt(std::string_view text, int line, int column) {
 
 std::optional<SyntaxError> ExplainSyntaxError(std::string_view text, int line, int column,
                                               const std::string& message) {
-  const std::vector<Token> tokens = Tokens(text);
+  const std::vector<Token> tokens = Tokenize(text);
   const bool at_end = tokens.empty() || Before(tokens.back(), line, column);
   bool stray_close = false;
   std::optional<OpenBlock> open = InnermostOpenBlock(tokens, line, column, &stray_close);

@@ -4,11 +4,25 @@
 #ifndef LMDX_CONFIG_INTERNAL_SYNTAX_ERRORS_H_
 #define LMDX_CONFIG_INTERNAL_SYNTAX_ERRORS_H_
 
+#include <google/protobuf/io/tokenizer.h>
+
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace lmdx::config::internal {
+
+struct Token {
+  std::string text;
+  google::protobuf::io::Tokenizer::TokenType type;
+  int line;  // 0-based; columns count a tab to the next multiple of 8, as protobuf's parser does
+  int column;
+};
+
+// Every token of a configuration text, read as the text-format parser reads it (errors ignored:
+// the parser reports them).
+std::vector<Token> Tokenize(std::string_view text);
 
 struct SyntaxError {
   int line = -1;  // 0-based, as protobuf counts
