@@ -79,6 +79,9 @@ dsm::Options DsmOptions(const config::Settings& settings) {
   options.bytes = settings.dsm_bytes;
   options.stats = settings.stats_enabled;
   options.lrc_diff_limit = settings.lrc_diff_limit;
+  options.access = settings.dsm_access == "userfaultfd" ? dsm::AccessControl::kUserfaultfd
+                   : settings.dsm_access == "mprotect"  ? dsm::AccessControl::kMprotect
+                                                        : dsm::AccessControl::kAuto;
   options.stats_json = settings.stats_json;
   options.policy_for = [&settings](std::string_view name, const dsm::Creator& creator) {
     return RegionPolicyFor(settings, name, creator);

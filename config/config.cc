@@ -962,6 +962,18 @@ Settings MakeSettings(const Config& config, const Environment& env, const std::s
     Fail(names + ": " + *why);
   }
 
+  if (std::optional<std::string> access = Get(env, "LMDX_DSM_ACCESS")) {
+    std::string lower = *access;
+    for (char& c : lower) {
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    }
+    if (lower != "auto" && lower != "userfaultfd" && lower != "mprotect") {
+      Fail("LMDX_DSM_ACCESS: " + Quoted(*access) +
+           " is not a way of setting page access (auto, userfaultfd or mprotect)");
+    }
+    settings.dsm_access = lower;
+  }
+
   if (dsm.protocol() != PROTOCOL_DEFAULT) settings.protocol = dsm.protocol();
   settings.protocol =
       ParseEnumVariable(env, "LMDX_PROTOCOL", Protocol_descriptor(), "protocol", settings.protocol);

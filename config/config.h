@@ -103,10 +103,12 @@ struct Settings {
   std::uint64_t dsm_bytes = kDefaultDsmBytes;  // a multiple of kPageBytes
   std::uint64_t lrc_diff_limit = std::uint64_t{64} << 20;
   std::uintptr_t dsm_base = kDefaultDsmBase;  // page aligned; dsm_base + dsm_bytes <= 2^47
-  Protocol protocol = SC;                     // for variables no region names
-  Home home = BLOCK;                          // for variables no region names
-  std::uint32_t unit_pages = 1;               // for variables no region names
-  std::vector<RegionSettings> regions;        // in the file's order
+  // How page access is set (LMDX_DSM_ACCESS): "auto", "userfaultfd" or "mprotect".
+  std::string dsm_access = "auto";
+  Protocol protocol = SC;               // for variables no region names
+  Home home = BLOCK;                    // for variables no region names
+  std::uint32_t unit_pages = 1;         // for variables no region names
+  std::vector<RegionSettings> regions;  // in the file's order
 
   // stats
   bool stats_enabled = false;
@@ -156,9 +158,9 @@ struct Settings {
 using Environment = std::map<std::string, std::string, std::less<>>;
 
 // The variables this layer reads.
-inline constexpr std::array<std::string_view, 9> kEnvironmentVariables = {
-    "LMDX_CONFIG", "LMDX_DSM_SIZE",   "LMDX_DSM_BASE",  "LMDX_PROTOCOL",      "LMDX_DSM_HOME",
-    "LMDX_STATS",  "LMDX_STATS_JSON", "LMDX_PLACEMENT", "LMDX_LRC_DIFF_LIMIT"};
+inline constexpr std::array<std::string_view, 10> kEnvironmentVariables = {
+    "LMDX_CONFIG", "LMDX_DSM_SIZE",   "LMDX_DSM_BASE",  "LMDX_PROTOCOL",       "LMDX_DSM_HOME",
+    "LMDX_STATS",  "LMDX_STATS_JSON", "LMDX_PLACEMENT", "LMDX_LRC_DIFF_LIMIT", "LMDX_DSM_ACCESS"};
 
 // Those of kEnvironmentVariables the process has.
 Environment ProcessEnvironment();

@@ -10,8 +10,11 @@ namespace lmdx::consistency {
 
 struct Counters {
   using Counter = std::atomic<std::uint64_t>;
-  Counter read_faults{0};    // SIGSEGV on a page this node could not read
-  Counter write_faults{0};   // SIGSEGV on a page this node could not write
+  Counter read_faults{0};   // faults on a page this node could not read
+  Counter write_faults{0};  // faults on a page this node could not write
+  // Faults on a page whose access sufficed, served with no protocol work (userfaultfd: the first
+  // touch of a fresh page, or an entry the kernel dropped).
+  Counter local_faults{0};
   Counter pages_fetched{0};  // page contents that came from another node
   Counter bytes_fetched{0};
   Counter zero_pages{0};              // first touches served with no transfer
@@ -32,7 +35,7 @@ struct Counters {
   Counter updates_sent{0};        // diffs sent to copy holders (update)
   Counter pages_refetched{0};     // invalidated pages fetched again at the acquire
   Counter pages_prefetched{0};    // pages of a faulting page's coherence unit brought with it
-  Counter protection_changes{0};  // mprotect calls (each over a run of pages)
+  Counter protection_changes{0};  // protection changes (each over a run of pages)
   // lrc.
   Counter diffs_fetched{0};    // other writers' diffs fetched at faults and by homes
   Counter diffs_discarded{0};  // this node's diffs dropped by a garbage collection

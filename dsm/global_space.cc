@@ -23,18 +23,9 @@ std::string Describe(std::uintptr_t base, std::uint64_t bytes) {
          std::to_string(bytes >> 20) + " MiB)";
 }
 
-int ProtectionOf(consistency::Access access) {
-  switch (access) {
-    case consistency::Access::kNone: return PROT_NONE;
-    case consistency::Access::kRead: return PROT_READ;
-    case consistency::Access::kWrite: return PROT_READ | PROT_WRITE;
-  }
-  return PROT_NONE;
-}
-
 }  // namespace
 
-GlobalSpace::GlobalSpace(std::uintptr_t base, std::uint64_t bytes, int size)
+GlobalSpace::GlobalSpace(std::uintptr_t base, std::uint64_t bytes, int size, AccessControl access)
     : page_bytes_(static_cast<std::size_t>(::sysconf(_SC_PAGESIZE))), base_(base), size_(size) {
   if (base % page_bytes_ != 0 || bytes < page_bytes_ * 4 * static_cast<std::uint64_t>(size)) {
     throw Error(LMDX_ERR_NO_MEMORY, Describe(base, bytes) +
@@ -76,14 +67,7 @@ GlobalSpace::GlobalSpace(std::uintptr_t base, std::uint64_t bytes, int size)
     ThrowSystemError("cannot map the DSM's system view", errno, LMDX_ERR_NO_MEMORY);
   }
   system_view_ = Mapping(system, this->bytes());
-}
-
-void GlobalSpace::Protect(PageId first, std::uint64_t count, consistency::Access access) {
-  if (::mprotect(AppView(first), count * page_bytes_, ProtectionOf(access)) != 0) {
-    ThrowSystemError("mprotect of " + std::to_string(count) + " pages at " +
-                         Hex(reinterpret_cast<std::uintptr_t>(AppView(first))),
-                     errno, LMDX_ERR_INTERNAL);
-  }
+  access_ = MakePageAccess(access, app_view_.data(), this->bytes(), memory_.get());
 }
 
 int GlobalSpace::HeapOwnerOf(PageId page) const {

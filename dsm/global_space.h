@@ -13,10 +13,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "base/fd.h"
 #include "base/mapping.h"
 #include "consistency/protocol.h"
+#include "dsm/page_access.h"
 
 namespace lmdx::dsm {
 
@@ -26,7 +28,9 @@ class GlobalSpace {
  public:
   // Reserves bytes at base for a job of `size` nodes; throws lmdx::Error(LMDX_ERR_NO_MEMORY) with
   // the reason when the range cannot be had (taken by another mapping, beyond the address space).
-  GlobalSpace(std::uintptr_t base, std::uint64_t bytes, int size);
+  // access chooses how page protections are set (page_access.h).
+  GlobalSpace(std::uintptr_t base, std::uint64_t bytes, int size,
+              AccessControl access = AccessControl::kAuto);
 
   std::size_t page_bytes() const { return page_bytes_; }
   std::uint64_t page_count() const { return page_count_; }
@@ -46,7 +50,13 @@ class GlobalSpace {
   std::byte* SystemAddress(const void* address) const {
     return system_view_.data() + (reinterpret_cast<std::uintptr_t>(address) - base_);
   }
-  void Protect(PageId first, std::uint64_t count, consistency::Access access);
+  void Protect(PageId first, std::uint64_t count, consistency::Access access) {
+    access_->Set(AppView(first), count, access);
+  }
+  // See PageAccess: faults that say read or write, and the repair of a page's entry.
+  bool faults_report_access_type() const { return access_->reports_access_type(); }
+  void Restore(PageId page, consistency::Access access) { access_->Restore(AppView(page), access); }
+  AccessControl access_control() const { return access_->kind(); }
 
   // Named variables and collective allocations: pages [0, variable_pages()).
   std::uint64_t variable_pages() const { return variable_pages_; }
@@ -68,6 +78,7 @@ class GlobalSpace {
   Fd memory_;
   Mapping app_view_;
   Mapping system_view_;
+  std::unique_ptr<PageAccess> access_;  // before the views go: it unregisters the range
 };
 
 }  // namespace lmdx::dsm

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "dsm/page_access.h"
+
 namespace lmdx::dsm {
 
 // How a region's pages are spread over the nodes that manage them (their homes).
@@ -50,6 +52,8 @@ struct Options {
   bool refetch_at_acquire = true;
   // lrc: the bytes of diffs a node keeps before it asks for a garbage collection.
   std::uint64_t lrc_diff_limit = std::uint64_t{64} << 20;
+  // How page access is set: userfaultfd where the kernel offers it unless LMDX_DSM_ACCESS says.
+  AccessControl access = AccessControl::kAuto;
   bool stats = false;
   std::string stats_json = "lmdx-stats.json";
 };

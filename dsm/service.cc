@@ -79,7 +79,7 @@ std::atomic<Service*> current_pointer{nullptr};
 Service::Service(net::Node& node, Options options)
     : node_(node),
       options_(std::move(options)),
-      space_(options_.base, options_.bytes, node.size()),
+      space_(options_.base, options_.bytes, node.size(), options_.access),
       table_(space_.page_count()) {
   consistency::ProtocolSet::Settings settings;
   settings.home_based.refetch_at_acquire = options_.refetch_at_acquire;
@@ -100,8 +100,9 @@ Service::Service(net::Node& node, Options options)
     std::fflush(nullptr);
     ::_exit(1);
   };
-  fault_handler_ =
-      std::make_unique<FaultHandler>([this](void* address) { return HandleFault(address); });
+  fault_handler_ = std::make_unique<FaultHandler>(
+      [this](void* address, FaultType type) { return HandleFault(address, type); },
+      space_.faults_report_access_type(), space_.base(), space_.base() + space_.bytes());
 }
 
 Service::~Service() = default;
@@ -435,14 +436,21 @@ void Service::Put(void* shared_destination, const void* source, std::size_t byte
 
 // ---- Faults --------------------------------------------------------------------------------
 
-bool Service::HandleFault(void* address) {
+bool Service::HandleFault(void* address, FaultType type) {
   if (!space_.Contains(address)) return false;
   PageId page = space_.PageOf(address);
   Access now = table_.access(page);
-  if (now == Access::kWrite) return true;  // another thread opened it meanwhile: retry
-  // libsigsegv does not say whether the access was a read or a write: a page with no access is
-  // brought for reading first (a write then faults once more), a readable page for writing.
-  Access wanted = now == Access::kNone ? Access::kRead : Access::kWrite;
+  Access wanted = type == FaultType::kWrite  ? Access::kWrite
+                  : type == FaultType::kRead ? Access::kRead
+                  // Without the access type, a page with no access is brought for reading first
+                  // (a write then faults once more), a readable page for writing.
+                  : now == Access::kNone ? Access::kRead
+                                         : Access::kWrite;
+  if (now >= wanted) {
+    if (!space_.faults_report_access_type()) return true;  // opened meanwhile: retry
+    RestoreEntry(page, wanted);
+    return true;
+  }
   // Before anything that may wait (the region look-up asks rank 0): see net/completion.h, no
   // fiber switch inside the signal handler.
   net::NoParkingScope in_signal_handler;
@@ -459,6 +467,22 @@ bool Service::HandleFault(void* address) {
   return true;
 }
 
+void Service::RestoreEntry(PageId page, Access wanted) {
+  // Under userfaultfd a page whose access suffices has no entry when no thread has touched it
+  // since it was opened (a fresh page is allocated at its first touch), or when the kernel
+  // dropped the entry (memory reclaimed). Access changes only under the stripe lock, so the
+  // entry made here matches the table; a page in transition is left to its transaction.
+  try {
+    std::lock_guard lock(table_.StripeMutex(page));
+    Access now = table_.access(page);
+    if (now >= wanted && !table_.busy(page)) space_.Restore(page, now);
+    consistency::Counters::Add(counters_.local_faults);
+  } catch (const std::exception& error) {
+    fatal_("a shared page at " + Hex(space_.AppView(page)) +
+           " could not be mapped: " + error.what());
+  }
+}
+
 // ---- Statistics ----------------------------------------------------------------------------
 
 wire::NodeStats Service::LocalStats() const {
@@ -470,6 +494,8 @@ wire::NodeStats Service::LocalStats() const {
   stats.set_protocol(options_.heap_protocol);
   stats.set_read_faults(value(counters_.read_faults));
   stats.set_write_faults(value(counters_.write_faults));
+  stats.set_local_faults(value(counters_.local_faults));
+  stats.set_page_access(AccessControlName(space_.access_control()));
   stats.set_pages_fetched(value(counters_.pages_fetched));
   stats.set_bytes_fetched(value(counters_.bytes_fetched));
   stats.set_zero_pages(value(counters_.zero_pages));

@@ -53,7 +53,8 @@ class Service final : public consistency::PageMemory {
   // The name of the protocol that keeps address coherent; throws when it is not shared memory.
   const char* ProtocolName(const void* address);
   // Called in the SIGSEGV handler: true when the fault was on shared memory and is resolved.
-  bool HandleFault(void* address);
+  bool HandleFault(void* address, FaultType type);
+  void RestoreEntry(PageId page, consistency::Access wanted);
   // What to do when a fault cannot be served (a peer is gone): print and end the process.
   void SetFatalHandler(std::function<void(const std::string&)> fatal) { fatal_ = std::move(fatal); }
 

@@ -18,20 +18,25 @@ std::string Line(const char* format, auto... values) {
 
 std::string FormatStatsTable(const wire::JobStats& job) {
   std::string out = "lmdx statistics (protocol " +
-                    (job.nodes_size() > 0 ? job.nodes(0).protocol() : std::string("?")) + ")\n";
-  out += Line("%4s %8s %8s %8s %6s %6s %8s %8s %6s %8s %6s %6s %10s %12s %9s\n", "rank", "rfault",
-              "wfault", "fetched", "zero", "upgr", "inv-sent", "inv-recv", "downgr", "dir-req",
-              "gets", "puts", "msgs-sent", "bytes-sent", "fault-ms");
+                    (job.nodes_size() > 0 ? job.nodes(0).protocol() : std::string("?")) + ")";
+  if (job.nodes_size() > 0 && !job.nodes(0).page_access().empty()) {
+    out += ", pages protected by " + job.nodes(0).page_access();
+  }
+  out += "\n";
+  out += Line("%4s %8s %8s %7s %8s %6s %6s %8s %8s %6s %8s %6s %6s %10s %12s %9s\n", "rank",
+              "rfault", "wfault", "local", "fetched", "zero", "upgr", "inv-sent", "inv-recv",
+              "downgr", "dir-req", "gets", "puts", "msgs-sent", "bytes-sent", "fault-ms");
   for (const auto& node : job.nodes()) {
-    out += Line("%4d %8lu %8lu %8lu %6lu %6lu %8lu %8lu %6lu %8lu %6lu %6lu %10lu %12lu %9.2f\n",
-                node.rank(), node.read_faults(), node.write_faults(), node.pages_fetched(),
-                node.zero_pages(), node.upgrades(), node.invalidations_sent(),
-                node.invalidations_received(), node.downgrades(), node.directory_requests(),
-                node.explicit_gets(), node.explicit_puts(), node.messages_sent(), node.bytes_sent(),
-                node.fault_ms());
+    out +=
+        Line("%4d %8lu %8lu %7lu %8lu %6lu %6lu %8lu %8lu %6lu %8lu %6lu %6lu %10lu %12lu %9.2f\n",
+             node.rank(), node.read_faults(), node.write_faults(), node.local_faults(),
+             node.pages_fetched(), node.zero_pages(), node.upgrades(), node.invalidations_sent(),
+             node.invalidations_received(), node.downgrades(), node.directory_requests(),
+             node.explicit_gets(), node.explicit_puts(), node.messages_sent(), node.bytes_sent(),
+             node.fault_ms());
   }
   out += Line("%4s %7s %7s %10s %8s %8s %8s %8s %8s %8s %10s %10s\n", "rank", "twins", "diffs",
-              "diff-bytes", "applied", "notices", "updates", "refetch", "prefetch", "mprotect",
+              "diff-bytes", "applied", "notices", "updates", "refetch", "prefetch", "protect",
               "release-ms", "acquire-ms");
   for (const auto& node : job.nodes()) {
     out += Line("%4d %7lu %7lu %10lu %8lu %8lu %8lu %8lu %8lu %8lu %10.2f %10.2f\n", node.rank(),
