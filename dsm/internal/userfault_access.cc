@@ -122,7 +122,9 @@ void UserfaultAccess::Set(std::byte* first, std::uint64_t pages, consistency::Ac
   }
   bool read_only = access == consistency::Access::kRead;
   WriteProtect(first, bytes, read_only);
-  MapMissing(first, pages, read_only, /*allocate=*/false);
+  // A single page is almost always one a thread is about to touch (a fault): it is allocated now
+  // rather than at a second fault; ranges (fresh pages, coherence units) stay lazy.
+  MapMissing(first, pages, read_only, /*allocate=*/pages == 1);
 }
 
 void UserfaultAccess::Restore(std::byte* page, consistency::Access access) {

@@ -134,6 +134,20 @@ TEST_P(ProtocolTest, AllocationsAndFreesOnEightNodes) {
   ExpectVerified(RunJob(Checks(), 8, {"heap", "40000"}), "heap", 8);
 }
 
+// Valid and invalid pages alternating over 140,000 pages, more runs than the kernel allows a
+// process mappings: page access per page table entry (userfaultfd) serves it. Where the kernel
+// has no userfaultfd for this process, the test is skipped (mprotect cannot serve it, as the next
+// test shows).
+TEST_P(ProtocolTest, ScatteredPagesPastTheKernelsMappingLimit) {
+  ScopedEnv cyclic("LMDX_DSM_HOME", "cyclic");
+  ScopedEnv access("LMDX_DSM_ACCESS", "userfaultfd");
+  JobResult job = RunJob(Checks(), 2, {"scattered", "140000"}, {}, std::chrono::seconds(240));
+  if (job.err.find("LMDX_DSM_ACCESS=userfaultfd cannot be had") != std::string::npos) {
+    GTEST_SKIP() << job.err;
+  }
+  ExpectVerified(job, "scattered", 2);
+}
+
 // A fault outside shared data is the program's own crash: the node dies of SIGSEGV and the
 // launcher names it, as it would without LMDX, whatever protocol keeps the shared data.
 TEST_P(ProtocolTest, AWildAccessStillKillsTheNodeWithSigsegv) {
@@ -263,6 +277,36 @@ class HomeSeveralWritersTest : public HomeTest {};
 TEST_P(HomeSeveralWritersTest, FalseSharing) { ExpectScenario({"false_sharing", "100"}); }
 
 INSTANTIATE_TEST_SUITE_P(Policies, HomeSeveralWritersTest, kHomeCases, HomeCaseName);
+
+// The portable path cannot keep a mapping per run of pages past the kernel's limit; it says so,
+// naming the limit and the way out, instead of an unexplained "Cannot allocate memory".
+TEST(PageAccessTest, MprotectPastTheMappingLimitEndsTheJobNamingTheLimit) {
+  ScopedEnv cyclic("LMDX_DSM_HOME", "cyclic");
+  ScopedEnv access("LMDX_DSM_ACCESS", "mprotect");
+  JobResult job = RunJob(Checks(), 2, {"scattered", "140000"}, {}, std::chrono::seconds(240));
+  EXPECT_NE(job.exit_code, 0) << job.out << job.err;
+  EXPECT_NE(job.err.find("vm.max_map_count"), std::string::npos) << job.err;
+  EXPECT_NE(job.err.find("LMDX_DSM_ACCESS=userfaultfd"), std::string::npos) << job.err;
+}
+
+// Below the limit both ways of setting access serve the same program.
+TEST(PageAccessTest, BothWaysServeScatteredPagesBelowTheLimit) {
+  ScopedEnv cyclic("LMDX_DSM_HOME", "cyclic");
+  for (const char* way : {"mprotect", "auto"}) {
+    ScopedEnv access("LMDX_DSM_ACCESS", way);
+    JobResult job = RunJob(Checks(), 3, {"scattered", "3000"});
+    ExpectVerified(job, "scattered", 3);
+  }
+}
+
+TEST(PageAccessTest, AnUnknownWayOfSettingAccessIsRefusedByName) {
+  ScopedEnv access("LMDX_DSM_ACCESS", "mmu");
+  JobResult job = RunJob(Checks(), 2, {"visibility"}, {}, std::chrono::seconds(30));
+  EXPECT_NE(job.exit_code, 0);
+  EXPECT_NE(job.err.find("LMDX_DSM_ACCESS: \"mmu\" is not a way of setting page access"),
+            std::string::npos)
+      << job.err;
+}
 
 TEST(RangeTest, ANodeThatCannotReserveTheRangeRefusesToStartAndSaysWhy) {
   ScopedEnv base("LMDX_DSM_BASE", "0x7ff000000000");  // overlaps the stacks and libraries
