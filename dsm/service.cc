@@ -380,6 +380,10 @@ void Service::CheckRange(const void* address, std::size_t bytes, const char* cal
 
 void Service::Get(void* destination, const void* shared_source, std::size_t bytes) {
   if (bytes == 0) return;
+  // Waits block the OS thread, as a fault's do: a user-level thread parked here while it held
+  // a page's transaction would leave a sibling that faults on the page blocking their worker,
+  // and so itself, forever.
+  net::NoParkingScope as_a_fault;
   if (destination == nullptr) throw Error(LMDX_ERR_INVALID_ARGUMENT, "lmdx_get: null destination");
   CheckRange(shared_source, bytes, "lmdx_get");
   consistency::Counters::Add(counters_.explicit_gets);
@@ -407,6 +411,7 @@ void Service::Get(void* destination, const void* shared_source, std::size_t byte
 
 void Service::Put(void* shared_destination, const void* source, std::size_t bytes) {
   if (bytes == 0) return;
+  net::NoParkingScope as_a_fault;  // see Get
   if (source == nullptr) throw Error(LMDX_ERR_INVALID_ARGUMENT, "lmdx_put: null source");
   CheckRange(shared_destination, bytes, "lmdx_put");
   consistency::Counters::Add(counters_.explicit_puts);

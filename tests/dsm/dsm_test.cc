@@ -134,6 +134,18 @@ TEST_P(ProtocolTest, AllocationsAndFreesOnEightNodes) {
   ExpectVerified(RunJob(Checks(), 8, {"heap", "40000"}), "heap", 8);
 }
 
+// Before explicit access waited as a fault does, about one run in three of this scenario under sc
+// hung: an lmdx_get parked its user-level thread in the middle of a page's transaction, and a
+// sibling on the same worker faulting on that page blocked the worker for good. Five runs.
+TEST_P(ProtocolTest, ExplicitAccessAndFaultsOfSiblingThreadsOnOnePageNeverHang) {
+  for (int run = 0; run < 5; ++run) {
+    JobResult job =
+        RunJob(Checks(), 2, {"fibers_getput", "3000", "6"}, {}, std::chrono::seconds(30));
+    ExpectVerified(job, "fibers_getput", 2);
+    if (job.exit_code != 0) break;
+  }
+}
+
 // Valid and invalid pages alternating over 140,000 pages, more runs than the kernel allows a
 // process mappings: page access per page table entry (userfaultfd) serves it. Where the kernel
 // has no userfaultfd for this process, the test is skipped (mprotect cannot serve it, as the next

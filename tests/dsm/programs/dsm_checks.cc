@@ -378,6 +378,56 @@ void Scattered(std::size_t pages) {
   Barrier();
 }
 
+// User-level threads of one node, some reading a page through lmdx_get and some through plain
+// loads, while another node keeps writing it: an explicit access waiting for the page must not
+// leave a sibling's fault waiting on the same worker forever. Values only grow (sc).
+struct FiberReader {
+  volatile std::uint64_t* word = nullptr;
+  int rounds = 0;
+  bool explicit_access = false;
+};
+
+void* ReadGrowing(void* argument) {
+  const auto* reader = static_cast<const FiberReader*>(argument);
+  std::uint64_t last = 0;
+  for (int i = 0; i < reader->rounds; ++i) {
+    std::uint64_t value = 0;
+    if (reader->explicit_access) {
+      Check(lmdx_get(&value, const_cast<std::uint64_t*>(reader->word), sizeof value) == LMDX_OK,
+            "lmdx_get");
+    } else {
+      value = *reader->word;
+    }
+    Check(value >= last,
+          "a read went back from " + std::to_string(last) + " to " + std::to_string(value));
+    last = value;
+  }
+  return nullptr;
+}
+
+void FibersSharingAPage(int rounds, int threads) {
+  auto* word = Var<std::uint64_t>("fibers_word", 1);
+  Barrier();
+  if (rank_ == 0) {
+    // Each write takes the page back from the readers' node (under sc, update and rc).
+    for (std::uint64_t value = 1; value <= static_cast<std::uint64_t>(rounds); ++value) {
+      Check(lmdx_put(word, &value, sizeof value) == LMDX_OK, "lmdx_put");
+    }
+  } else if (rank_ == 1) {
+    std::vector<FiberReader> readers(static_cast<std::size_t>(threads));
+    std::vector<lmdx_thread_t> started;
+    for (int t = 0; t < threads; ++t) {
+      FiberReader& reader = readers[static_cast<std::size_t>(t)];
+      reader = {word, rounds, t % 2 == 0};
+      started.push_back(lmdx_start_thread_on(rank_, &ReadGrowing, &reader));
+    }
+    for (lmdx_thread_t thread : started) lmdx_join_thread(thread);
+  }
+  Barrier();
+  Check(*word == static_cast<std::uint64_t>(rounds), "the last write after the barrier");
+  Barrier();
+}
+
 // A fault outside shared memory stays an ordinary crash.
 void Crash(const char* where) {
   Barrier();
@@ -424,6 +474,8 @@ int Run(int argc, char** argv) {
     OneFetch(number(2, 200), number(3, 4));
   } else if (scenario == "cpp") {
     Cpp();
+  } else if (scenario == "fibers_getput") {
+    FibersSharingAPage(number(2, 2000), number(3, 6));
   } else if (scenario == "scattered") {
     Scattered(static_cast<std::size_t>(number(2, 140000)));
   } else if (scenario == "crash") {
