@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <regex>
@@ -35,14 +36,33 @@ namespace {
 
 using Environment = std::vector<std::pair<std::string, std::string>>;
 
-// The sum over every node of a counter of the statistics JSON (protobuf's JSON writes 64-bit
-// counters as strings, doubles as numbers).
-double SumOf(const std::string& json, const std::string& field) {
-  std::regex pattern("\"" + field + "\": \"?([0-9.eE+-]+)\"?");
+// The sum over the nodes of one of their counters in the statistics JSON, {"nodes": [{...}, ...]}
+// (protobuf's JSON writes 64-bit counters as strings, doubles as numbers). Only a node's own
+// fields count, at depth 3: objects inside a node (its traffic by message type, its figures by
+// protocol) may repeat a field's name for a part of the node's figure.
+double SumOverNodes(const std::string& json, const std::string& field) {
+  const std::string key = "\"" + field + "\"";
   double sum = 0;
-  for (auto it = std::sregex_iterator(json.begin(), json.end(), pattern);
-       it != std::sregex_iterator(); ++it) {
-    sum += std::stod((*it)[1].str());
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < json.size(); ++i) {
+    const char c = json[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    } else if (c == '"') {
+      in_string = true;
+      if (depth != 3 || json.compare(i, key.size(), key) != 0) continue;
+      std::size_t at = json.find_first_not_of(" :\"", i + key.size());
+      if (at != std::string::npos) sum += std::strtod(json.c_str() + at, nullptr);
+    }
   }
   return sum;
 }
@@ -94,13 +114,13 @@ bool ReadStatistics(const std::string& stats_file, RunResult& result) {
               << " nodes: " << result.failure << std::endl;
     return false;
   }
-  result.read_faults = SumOf(text, "read_faults");
-  result.write_faults = SumOf(text, "write_faults");
-  result.pages_fetched = SumOf(text, "pages_fetched");
-  result.diffs_made = SumOf(text, "diffs_made");
-  result.diff_bytes = SumOf(text, "diff_bytes");
-  result.messages = SumOf(text, "messages_sent");
-  result.bytes = SumOf(text, "bytes_sent");
+  result.read_faults = SumOverNodes(text, "read_faults");
+  result.write_faults = SumOverNodes(text, "write_faults");
+  result.pages_fetched = SumOverNodes(text, "pages_fetched");
+  result.diffs_made = SumOverNodes(text, "diffs_made");
+  result.diff_bytes = SumOverNodes(text, "diff_bytes");
+  result.messages = SumOverNodes(text, "messages_sent");
+  result.bytes = SumOverNodes(text, "bytes_sent");
   return true;
 }
 
