@@ -1,7 +1,8 @@
-// `lmdx bench protocols`: every sample under every protocol on 1, 2 and 4 nodes (flags choose),
-// each run through `lmdx run` as a user runs it, verified by the sample itself; writes
-// results.json, results.csv, results.md and a chart per sample into --out, and prints the table.
-// The lmdx tool execs this with LMDX_TOOL set.
+// `lmdx bench protocols`: every sample under every protocol on 1, 2 and 4 nodes, then every
+// synthetic sharing pattern (benchmarks/protocols/patterns.cc) under every protocol on 2 and 4
+// nodes (flags choose), each run through `lmdx run` as a user runs it, verified by the program
+// itself; writes results.json, results.csv, results.md and a chart per sample into --out, and
+// prints the tables. The lmdx tool execs this with LMDX_TOOL set.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -18,8 +19,10 @@
 namespace lmdx::bench {
 namespace {
 
+// A comma-separated list; "none" is the empty one.
 std::vector<std::string> SplitList(const std::string& text) {
   std::vector<std::string> items;
+  if (text == "none") return items;
   std::stringstream in(text);
   std::string item;
   while (std::getline(in, item, ',')) {
@@ -35,11 +38,24 @@ const SampleSpec* SampleNamed(const std::string& name) {
   return nullptr;
 }
 
+const PatternSpec* PatternNamed(const std::string& name) {
+  for (const PatternSpec& pattern : ReportPatterns()) {
+    if (pattern.name == name) return &pattern;
+  }
+  return nullptr;
+}
+
 // Checks the lists; returns "" or what is wrong, naming the flag and the value.
 std::string CheckSetup(const ReportSetup& setup) {
   for (const std::string& name : setup.samples) {
     if (SampleNamed(name) == nullptr) {
       return "--samples: no sample '" + name + "' (known: jacobi, matmul, fft, radix, prodcons)";
+    }
+  }
+  for (const std::string& name : setup.patterns) {
+    if (PatternNamed(name) == nullptr) {
+      return "--patterns: no pattern '" + name +
+             "' (known: prodcons, migratory, false-sharing, read-mostly, neighbour)";
     }
   }
   for (const std::string& p : setup.protocols) {
@@ -50,8 +66,15 @@ std::string CheckSetup(const ReportSetup& setup) {
   for (int n : setup.nodes) {
     if (n < 1 || n > 64) return "--nodes: " + std::to_string(n) + " is not from 1 to 64";
   }
-  if (setup.samples.empty() || setup.protocols.empty() || setup.nodes.empty()) {
-    return "--samples, --protocols and --nodes each need at least one value";
+  for (int n : setup.pattern_nodes) {
+    if (n < 1 || n > 64) return "--pattern-nodes: " + std::to_string(n) + " is not from 1 to 64";
+  }
+  if (setup.samples.empty() && setup.patterns.empty()) {
+    return "--samples and --patterns are both none: nothing to run";
+  }
+  if (setup.protocols.empty() || (!setup.samples.empty() && setup.nodes.empty()) ||
+      (!setup.patterns.empty() && setup.pattern_nodes.empty())) {
+    return "--protocols, --nodes and --pattern-nodes each need at least one value";
   }
   return "";
 }
@@ -62,16 +85,24 @@ int Main(int argc, char** argv) {
   std::string samples = "jacobi,matmul,fft,radix,prodcons";
   std::string protocols = "sc,update,rc,lrc,hlrc";
   std::string nodes = "1,2,4";
+  std::string patterns = "prodcons,migratory,false-sharing,read-mostly,neighbour";
+  std::string pattern_nodes = "2,4";
   std::string out = "protocols-report";
   bool quick = false;
   bool no_baselines = false;
   int repeat = 3;
   CLI::App app{
-      "lmdx bench protocols: what each consistency protocol costs on each sample, by node count",
+      "lmdx bench protocols: what each consistency protocol costs on each sample and sharing "
+      "pattern, by node count",
       "lmdx bench protocols"};
-  app.add_option("--samples", samples, "comma-separated samples")->capture_default_str();
+  app.add_option("--samples", samples, "comma-separated samples, or none")->capture_default_str();
   app.add_option("--protocols", protocols, "comma-separated protocols")->capture_default_str();
-  app.add_option("--nodes", nodes, "comma-separated node counts")->capture_default_str();
+  app.add_option("--nodes", nodes, "comma-separated node counts for the samples")
+      ->capture_default_str();
+  app.add_option("--patterns", patterns, "comma-separated sharing patterns, or none")
+      ->capture_default_str();
+  app.add_option("--pattern-nodes", pattern_nodes, "comma-separated node counts for the patterns")
+      ->capture_default_str();
   app.add_option("--out", out, "folder for results.json, .csv, .md and the charts")
       ->capture_default_str();
   app.add_flag("--quick", quick, "small sizes: every path in seconds, figures meaningless");
@@ -82,8 +113,9 @@ int Main(int argc, char** argv) {
                "skip the samples' explicit-message and MPI versions");
   app.footer(
       "Each run is `lmdx run SAMPLE -n N --protocol P` at the sample's default size "
-      "(or --quick's); a run that fails or is not verified is reported as failed and "
-      "the driver exits 1 at the end.");
+      "(or --quick's), then `lmdx run patterns -n N --protocol P -- PATTERN` for the sharing "
+      "patterns; a run that fails or is not verified is reported as failed and the driver exits "
+      "1 at the end.");
   CLI11_PARSE(app, argc, argv);
   if (tool.empty()) {
     std::cerr << "lmdx bench protocols: LMDX_TOOL is not set; run it as `lmdx bench protocols`\n";
@@ -94,6 +126,10 @@ int Main(int argc, char** argv) {
   setup.samples = SplitList(samples);
   setup.protocols = SplitList(protocols);
   for (const std::string& n : SplitList(nodes)) setup.nodes.push_back(std::atoi(n.c_str()));
+  setup.patterns = SplitList(patterns);
+  for (const std::string& n : SplitList(pattern_nodes)) {
+    setup.pattern_nodes.push_back(std::atoi(n.c_str()));
+  }
   setup.quick = quick;
   if (std::string wrong = CheckSetup(setup); !wrong.empty()) {
     std::cerr << "lmdx bench protocols: " << wrong << '\n';
@@ -106,9 +142,11 @@ int Main(int argc, char** argv) {
     return 1;
   }
 
-  // What runs: every protocol, then the sample's message and MPI versions, on every node count.
+  // What runs: every protocol, then the sample's message and MPI versions, on every node count;
+  // then every pattern under every protocol on the patterns' node counts.
   struct Planned {
-    const SampleSpec* sample;
+    const SampleSpec* sample;    // a sample's run, or
+    const PatternSpec* pattern;  // a pattern's: one of the two is null
     std::string variant;
     int nodes;
   };
@@ -119,41 +157,54 @@ int Main(int argc, char** argv) {
     if (!no_baselines && !sample->message_binary.empty()) variants.push_back(kMessages);
     if (!no_baselines && !sample->mpi_binary.empty()) variants.push_back(kMpi);
     for (const std::string& variant : variants) {
-      for (int n : setup.nodes) plan.push_back({sample, variant, n});
+      for (int n : setup.nodes) plan.push_back({sample, nullptr, variant, n});
+    }
+  }
+  for (const std::string& name : setup.patterns) {
+    for (const std::string& protocol : setup.protocols) {
+      for (int n : setup.pattern_nodes) plan.push_back({nullptr, PatternNamed(name), protocol, n});
     }
   }
   const std::string bin_dir = own_directory() + "/../..";
   std::vector<RunResult> runs;
+  std::vector<RunResult> pattern_runs;
   int failed = 0;
   for (const Planned& step : plan) {
-    const SampleSpec& sample = *step.sample;
-    std::fprintf(stderr, "\r[%zu/%zu] %s, %s, %d node%s ...          ", runs.size() + 1,
-                 plan.size(), sample.name.c_str(), step.variant.c_str(), step.nodes,
-                 step.nodes == 1 ? "" : "s");
+    const std::string& name = step.sample ? step.sample->name : step.pattern->name;
+    std::fprintf(stderr, "\r[%zu/%zu] %s%s, %s, %d node%s ...          ",
+                 runs.size() + pattern_runs.size() + 1, plan.size(), step.pattern ? "pattern " : "",
+                 name.c_str(), step.variant.c_str(), step.nodes, step.nodes == 1 ? "" : "s");
     std::fflush(stderr);
-    const std::vector<std::string>& args = quick ? sample.quick_args : sample.default_args;
     // This machine's figures vary from run to run (other load, the 2 cores' scheduling): the
     // fastest of a few runs is the one least disturbed. A failure in any run is the result.
     RunResult best;
     for (int attempt = 0; attempt < repeat; ++attempt) {
       RunResult run;
-      if (step.variant == kMessages) {
-        run = RunMessageVersion(tool, bin_dir, sample, args, step.nodes, out);
-      } else if (step.variant == kMpi) {
-        run = RunMpiVersion(bin_dir, sample, args, step.nodes, out);
+      if (step.pattern != nullptr) {
+        const PatternSpec& pattern = *step.pattern;
+        run = RunPattern(tool, bin_dir, pattern, quick ? pattern.quick_args : pattern.default_args,
+                         step.variant, step.nodes, out);
       } else {
-        run = RunSample(tool, sample, args, step.variant, step.nodes, out);
+        const SampleSpec& sample = *step.sample;
+        const std::vector<std::string>& args = quick ? sample.quick_args : sample.default_args;
+        if (step.variant == kMessages) {
+          run = RunMessageVersion(tool, bin_dir, sample, args, step.nodes, out);
+        } else if (step.variant == kMpi) {
+          run = RunMpiVersion(bin_dir, sample, args, step.nodes, out);
+        } else {
+          run = RunSample(tool, sample, args, step.variant, step.nodes, out);
+        }
       }
       if (!run.ok || attempt == 0 || run.seconds < best.seconds) best = run;
       if (!run.ok) break;
     }
-    runs.push_back(best);
-    if (!runs.back().ok) ++failed;
+    (step.pattern != nullptr ? pattern_runs : runs).push_back(best);
+    if (!best.ok) ++failed;
   }
-  std::fprintf(stderr, "\r%zu runs, %d failed%40s\n", runs.size(), failed, "");
+  std::fprintf(stderr, "\r%zu runs, %d failed%40s\n", plan.size(), failed, "");
   std::remove((out + "/stats.json").c_str());
   std::remove((out + "/stderr.txt").c_str());
-  std::string table = WriteReport(out, setup, runs);
+  std::string table = WriteReport(out, setup, runs, pattern_runs);
   std::vector<std::string> charts = DrawCharts(out, setup, runs);
   std::cout << table << "\nwritten: " << out << "/results.json, results.csv, results.md";
   for (const std::string& chart : charts) std::cout << ", " << chart;

@@ -67,43 +67,60 @@ std::string Today() {
   return text;
 }
 
+// One record of results.json; `key` names what ran ("sample" or "pattern").
+void WriteJsonRecord(std::ofstream& out, const char* key, const RunResult& r) {
+  out << "    {\"" << key << "\": \"" << r.sample << "\", \"protocol\": \"" << r.protocol
+      << "\", \"nodes\": " << r.nodes << ", \"ok\": " << (r.ok ? "true" : "false");
+  if (r.ok) {
+    out << ", \"seconds\": " << Fixed(r.seconds, 4)
+        << ", \"read_faults\": " << Fixed(r.read_faults, 0)
+        << ", \"write_faults\": " << Fixed(r.write_faults, 0)
+        << ", \"pages_fetched\": " << Fixed(r.pages_fetched, 0)
+        << ", \"diffs_made\": " << Fixed(r.diffs_made, 0)
+        << ", \"diff_bytes\": " << Fixed(r.diff_bytes, 0)
+        << ", \"messages\": " << Fixed(r.messages, 0) << ", \"bytes\": " << Fixed(r.bytes, 0);
+  } else {
+    std::string failure;
+    for (char c : r.failure) failure += (c == '"' || c == '\\') ? '\'' : c;
+    out << ", \"failure\": \"" << failure << "\"";
+  }
+  out << "}";
+}
+
+// The samples' runs under "runs", as before the patterns; the patterns' under "patterns".
 void WriteJson(const std::string& path, const ReportSetup& setup,
-               const std::vector<RunResult>& runs) {
+               const std::vector<RunResult>& runs, const std::vector<RunResult>& pattern_runs) {
   std::ofstream out(path);
   out << "{\n  \"date\": \"" << Today() << "\",\n  \"cores\": " << ::sysconf(_SC_NPROCESSORS_ONLN)
       << ",\n  \"sizes\": \"" << (setup.quick ? "quick" : "default") << "\",\n  \"runs\": [\n";
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    const RunResult& r = runs[i];
-    out << "    {\"sample\": \"" << r.sample << "\", \"protocol\": \"" << r.protocol
-        << "\", \"nodes\": " << r.nodes << ", \"ok\": " << (r.ok ? "true" : "false");
-    if (r.ok) {
-      out << ", \"seconds\": " << Fixed(r.seconds, 4)
-          << ", \"read_faults\": " << Fixed(r.read_faults, 0)
-          << ", \"write_faults\": " << Fixed(r.write_faults, 0)
-          << ", \"pages_fetched\": " << Fixed(r.pages_fetched, 0)
-          << ", \"diffs_made\": " << Fixed(r.diffs_made, 0)
-          << ", \"diff_bytes\": " << Fixed(r.diff_bytes, 0)
-          << ", \"messages\": " << Fixed(r.messages, 0) << ", \"bytes\": " << Fixed(r.bytes, 0);
-    } else {
-      std::string failure;
-      for (char c : r.failure) failure += (c == '"' || c == '\\') ? '\'' : c;
-      out << ", \"failure\": \"" << failure << "\"";
-    }
-    out << "}" << (i + 1 < runs.size() ? "," : "") << "\n";
+    WriteJsonRecord(out, "sample", runs[i]);
+    out << (i + 1 < runs.size() ? "," : "") << "\n";
+  }
+  out << "  ],\n  \"patterns\": [\n";
+  for (std::size_t i = 0; i < pattern_runs.size(); ++i) {
+    WriteJsonRecord(out, "pattern", pattern_runs[i]);
+    out << (i + 1 < pattern_runs.size() ? "," : "") << "\n";
   }
   out << "  ]\n}\n";
 }
 
-void WriteCsv(const std::string& path, const std::vector<RunResult>& runs) {
+// The last column says which table a row belongs to, so that the columns before stay where they
+// were: `sample` holds the pattern's name in a pattern's row.
+void WriteCsv(const std::string& path, const std::vector<RunResult>& runs,
+              const std::vector<RunResult>& pattern_runs) {
   std::ofstream out(path);
   out << "sample,protocol,nodes,ok,seconds,speedup_vs_1_node,read_faults,write_faults,"
-         "pages_fetched,diffs_made,diff_bytes,messages,bytes,bytes_over_messages\n";
-  for (const RunResult& r : runs) {
-    out << r.sample << ',' << r.protocol << ',' << r.nodes << ',' << (r.ok ? 1 : 0) << ','
-        << Fixed(r.seconds, 4) << ',' << SpeedUp(runs, r) << ',' << Fixed(r.read_faults, 0) << ','
-        << Fixed(r.write_faults, 0) << ',' << Fixed(r.pages_fetched, 0) << ','
-        << Fixed(r.diffs_made, 0) << ',' << Fixed(r.diff_bytes, 0) << ',' << Fixed(r.messages, 0)
-        << ',' << Fixed(r.bytes, 0) << ',' << BytesOverMessages(runs, r) << '\n';
+         "pages_fetched,diffs_made,diff_bytes,messages,bytes,bytes_over_messages,kind\n";
+  for (const auto* list : {&runs, &pattern_runs}) {
+    const char* kind = list == &runs ? "sample" : "pattern";
+    for (const RunResult& r : *list) {
+      out << r.sample << ',' << r.protocol << ',' << r.nodes << ',' << (r.ok ? 1 : 0) << ','
+          << Fixed(r.seconds, 4) << ',' << SpeedUp(*list, r) << ',' << Fixed(r.read_faults, 0)
+          << ',' << Fixed(r.write_faults, 0) << ',' << Fixed(r.pages_fetched, 0) << ','
+          << Fixed(r.diffs_made, 0) << ',' << Fixed(r.diff_bytes, 0) << ',' << Fixed(r.messages, 0)
+          << ',' << Fixed(r.bytes, 0) << ',' << BytesOverMessages(*list, r) << ',' << kind << '\n';
+    }
   }
 }
 
@@ -139,20 +156,65 @@ std::string MarkdownTable(const ReportSetup& setup, const std::vector<RunResult>
   return md.str();
 }
 
+// A table per pattern: a row per protocol and node count, with the time over the fastest
+// protocol's on as many nodes, which says at a glance which protocol the pattern suits.
+std::string PatternTables(const ReportSetup& setup, const std::vector<RunResult>& runs) {
+  std::ostringstream md;
+  for (const std::string& pattern : setup.patterns) {
+    md << "\n### " << pattern << "\n\n"
+       << "| protocol | nodes | time (ms) | vs fastest | read faults | write faults | messages | "
+          "KB sent |\n"
+       << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+    for (const std::string& protocol : setup.protocols) {
+      for (int nodes : setup.pattern_nodes) {
+        md << "| " << protocol << " | " << nodes << " | ";
+        const RunResult* r = nullptr;
+        for (const RunResult& run : runs) {
+          if (run.sample == pattern && run.protocol == protocol && run.nodes == nodes) r = &run;
+        }
+        if (r == nullptr || !r->ok) {
+          md << "failed: " << (r ? r->failure : "not run") << " | | | | | |\n";
+          continue;
+        }
+        double fastest = r->seconds;
+        for (const std::string& other : setup.protocols) {
+          const RunResult* o = Find(runs, pattern, other, nodes);
+          if (o != nullptr && o->seconds < fastest) fastest = o->seconds;
+        }
+        md << Fixed(1e3 * r->seconds, 1) << " | "
+           << (fastest > 0 ? Fixed(r->seconds / fastest, 2) : "") << " | "
+           << Fixed(r->read_faults, 0) << " | " << Fixed(r->write_faults, 0) << " | "
+           << Fixed(r->messages, 0) << " | " << Fixed(r->bytes / 1e3, 0) << " |\n";
+      }
+    }
+  }
+  return md.str();
+}
+
 }  // namespace
 
 std::string WriteReport(const std::string& dir, const ReportSetup& setup,
-                        const std::vector<RunResult>& runs) {
-  WriteJson(dir + "/results.json", setup, runs);
-  WriteCsv(dir + "/results.csv", runs);
-  std::string table = MarkdownTable(setup, runs);
+                        const std::vector<RunResult>& runs,
+                        const std::vector<RunResult>& pattern_runs) {
+  WriteJson(dir + "/results.json", setup, runs, pattern_runs);
+  WriteCsv(dir + "/results.csv", runs, pattern_runs);
+  std::string tables;
+  if (!setup.samples.empty()) tables += "\n## Samples\n" + MarkdownTable(setup, runs);
+  if (!setup.patterns.empty()) {
+    tables +=
+        "\n## Sharing patterns\n\n"
+        "benchmarks/protocols/patterns.cc, one pattern per run; time is the pattern's own (rank "
+        "0, from the barrier after its set-up to its last barrier), vs fastest is that time over "
+        "the fastest protocol's on as many nodes.\n" +
+        PatternTables(setup, pattern_runs);
+  }
   std::ofstream md(dir + "/results.md");
   md << "# Protocol report (" << Today() << ", " << ::sysconf(_SC_NPROCESSORS_ONLN) << " cores, "
      << (setup.quick ? "quick" : "default") << " sizes)\n\n"
-     << "Time is each sample's own figure for its parallel part; faults, fetches, diffs, "
+     << "Time is each program's own figure for its parallel part; faults, fetches, diffs, "
         "messages and bytes are sums over the nodes of the protocol statistics.\n"
-     << table;
-  return table;
+     << tables;
+  return tables;
 }
 
 std::vector<std::string> DrawCharts(const std::string& dir, const ReportSetup& setup,

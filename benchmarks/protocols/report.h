@@ -1,5 +1,6 @@
-// The protocol report's files: results.json, results.csv, results.md and, when gnuplot is there,
-// one chart per sample (time, faults, messages and bytes per protocol and node count).
+// The protocol report's files: results.json, results.csv, results.md (the samples' tables, then the
+// sharing patterns') and, when gnuplot is there, one chart per sample (time, faults, messages and
+// bytes per protocol and node count).
 #ifndef LMDX_BENCHMARKS_PROTOCOLS_REPORT_H_
 #define LMDX_BENCHMARKS_PROTOCOLS_REPORT_H_
 
@@ -14,12 +15,16 @@ struct ReportSetup {
   std::vector<std::string> samples;
   std::vector<std::string> protocols;
   std::vector<int> nodes;
+  std::vector<std::string> patterns;
+  std::vector<int> pattern_nodes;
   bool quick = false;
 };
 
-// Writes results.json, results.csv and results.md into dir; returns the Markdown table.
+// Writes results.json, results.csv and results.md into dir; returns the Markdown tables.
+// pattern_runs are the sharing patterns' runs (RunResult::sample is the pattern).
 std::string WriteReport(const std::string& dir, const ReportSetup& setup,
-                        const std::vector<RunResult>& runs);
+                        const std::vector<RunResult>& runs,
+                        const std::vector<RunResult>& pattern_runs);
 
 // Draws dir/NAME.png for every sample with gnuplot; returns the files drawn, or an empty list
 // after saying on stderr why there are none.

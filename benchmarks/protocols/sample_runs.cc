@@ -32,6 +32,15 @@ const std::vector<SampleSpec>& ReportSamples() {
   return samples;
 }
 
+const std::vector<PatternSpec>& ReportPatterns() {
+  static const std::vector<PatternSpec> patterns = {
+      {"prodcons", {}, {"50"}},    {"migratory", {}, {"20"}}, {"false-sharing", {}, {"20"}},
+      {"read-mostly", {}, {"50"}},  // two updates of the table, every 25 iterations
+      {"neighbour", {}, {"20"}},
+  };
+  return patterns;
+}
+
 namespace {
 
 using Environment = std::vector<std::pair<std::string, std::string>>;
@@ -155,6 +164,16 @@ RunResult RunSample(const std::string& tool, const SampleSpec& sample,
                     const std::string& scratch_dir) {
   return RunWithStatistics(tool, sample.name, sample.name, {"--protocol", protocol}, args,
                            scratch_dir, Blank(sample.name, protocol, nodes));
+}
+
+RunResult RunPattern(const std::string& tool, const std::string& bin_dir,
+                     const PatternSpec& pattern, const std::vector<std::string>& args,
+                     const std::string& protocol, int nodes, const std::string& scratch_dir) {
+  std::vector<std::string> pattern_args = {pattern.name};
+  pattern_args.insert(pattern_args.end(), args.begin(), args.end());
+  return RunWithStatistics(tool, bin_dir + "/" + kPatternsBinary, "patterns",
+                           {"--protocol", protocol}, pattern_args, scratch_dir,
+                           Blank(pattern.name, protocol, nodes));
 }
 
 RunResult RunMessageVersion(const std::string& tool, const std::string& bin_dir,

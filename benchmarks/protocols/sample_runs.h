@@ -1,5 +1,6 @@
-// One run of a sample under one protocol on N nodes, through `lmdx run` as a user runs it, and what
-// it cost: the time the sample reports for its parallel part, and the job's protocol statistics.
+// One run of a sample (or of a synthetic sharing pattern) under one protocol on N nodes, through
+// `lmdx run` as a user runs it, and what it cost: the time the program reports for its parallel
+// part, and the job's protocol statistics.
 #ifndef LMDX_BENCHMARKS_PROTOCOLS_SAMPLE_RUNS_H_
 #define LMDX_BENCHMARKS_PROTOCOLS_SAMPLE_RUNS_H_
 
@@ -23,8 +24,21 @@ inline constexpr const char* kMpi = "mpi";
 // jacobi, matmul, fft, radix, prodcons.
 const std::vector<SampleSpec>& ReportSamples();
 
+// A sharing pattern of benchmarks/protocols/patterns.cc and the iterations the report runs.
+struct PatternSpec {
+  std::string name;
+  std::vector<std::string> default_args;  // the report's: a few tenths of a second per run
+  std::vector<std::string> quick_args;    // --quick: every path in a moment
+};
+
+// prodcons, migratory, false-sharing, read-mostly, neighbour.
+const std::vector<PatternSpec>& ReportPatterns();
+
+// Under bazel-bin: the patterns program.
+inline constexpr const char* kPatternsBinary = "benchmarks/protocols/patterns";
+
 struct RunResult {
-  std::string sample;
+  std::string sample;    // or the pattern's name
   std::string protocol;  // or kMessages, kMpi
   int nodes = 0;
   bool ok = false;
@@ -45,6 +59,11 @@ struct RunResult {
 RunResult RunSample(const std::string& tool, const SampleSpec& sample,
                     const std::vector<std::string>& args, const std::string& protocol, int nodes,
                     const std::string& scratch_dir);
+
+// `tool run BIN_DIR/patterns -n NODES --protocol PROTOCOL -- PATTERN ARGS`, as RunSample.
+RunResult RunPattern(const std::string& tool, const std::string& bin_dir,
+                     const PatternSpec& pattern, const std::vector<std::string>& args,
+                     const std::string& protocol, int nodes, const std::string& scratch_dir);
 
 // The sample's message version through `tool run`, with the same statistics (messages, bytes).
 RunResult RunMessageVersion(const std::string& tool, const std::string& bin_dir,
