@@ -27,7 +27,7 @@ const std::vector<SampleSpec>& ReportSamples();
 // A sharing pattern of benchmarks/protocols/patterns.cc and the iterations the report runs.
 struct PatternSpec {
   std::string name;
-  std::vector<std::string> default_args;  // the report's: a few tenths of a second per run
+  std::vector<std::string> default_args;  // the report's: under a second and a half per run
   std::vector<std::string> quick_args;    // --quick: every path in a moment
 };
 
