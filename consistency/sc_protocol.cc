@@ -105,6 +105,35 @@ void ScProtocol::Transact(PageId page, Access wanted) {
   ScGrantDecision grant = at_home
                               ? AcquireAtHome(page, wanted, placement.first_touch)
                               : AcquireRemote(placement.home, page, wanted, placement.first_touch);
+  try {
+    Complete(page, before, grant);
+  } catch (...) {
+    // The home's entry is locked for this transaction: free it, or the page's next requester,
+    // on any node, would wait for ever.
+    if (at_home) {
+      if (auto next = directory_.Abort(page)) next->first(next->second);
+    } else {
+      wire::ScPage failed;
+      failed.set_page(page);
+      failed.set_failed(true);
+      try {
+        node_.Send(placement.home, kScDone, failed.SerializeAsString());
+      } catch (const Error&) {
+        // The home itself is lost: nobody waits on its directory.
+      }
+    }
+    throw;
+  }
+  if (at_home) {
+    ReleaseAtHome(page);
+  } else {
+    wire::ScPage done;
+    done.set_page(page);
+    node_.Send(placement.home, kScDone, done.SerializeAsString());
+  }
+}
+
+void ScProtocol::Complete(PageId page, Access before, const ScGrantDecision& grant) {
   switch (grant.data) {
     case GrantData::kHaveCopy:
       if (before == Access::kRead && grant.access == Access::kWrite)
@@ -116,13 +145,6 @@ void ScProtocol::Transact(PageId page, Access wanted) {
   }
   InvalidateCopies(page, grant.invalidate);
   Install(page, grant.access);
-  if (at_home) {
-    ReleaseAtHome(page);
-  } else {
-    wire::ScPage done;
-    done.set_page(page);
-    node_.Send(placement.home, kScDone, done.SerializeAsString());
-  }
 }
 
 ScGrantDecision ScProtocol::AcquireAtHome(PageId page, Access wanted, bool first_touch) {
@@ -302,7 +324,12 @@ void ScProtocol::RegisterHandlers(net::Node& node) {
     if (now) Answer(reply_to, page, *now);
   });
   node.Handle(kScDone, [this](net::InboundMessage& message, const net::ReplyTo*) {
-    ReleaseAtHome(Parse<wire::ScPage>(message, "page release").page());
+    auto done = Parse<wire::ScPage>(message, "page release");
+    if (done.failed()) {
+      if (auto next = directory_.Abort(done.page())) next->first(next->second);
+    } else {
+      ReleaseAtHome(done.page());
+    }
   });
   node.Handle(kScFetch, [this](net::InboundMessage& message, const net::ReplyTo* to) {
     if (to == nullptr) return;

@@ -34,6 +34,8 @@ class ScProtocol final : public Protocol {
 
  private:
   void Transact(PageId page, Access wanted);
+  // The requester's part of a granted transaction: fetch, invalidate, install.
+  void Complete(PageId page, Access before, const internal::ScGrantDecision& grant);
   internal::ScGrantDecision AcquireAtHome(PageId page, Access wanted, bool first_touch);
   internal::ScGrantDecision AcquireRemote(int home, PageId page, Access wanted, bool first_touch);
   void FetchFrom(int source, PageId page, bool invalidate);

@@ -35,7 +35,21 @@ std::optional<ScDirectory::Resumption> ScDirectory::Release(PageId page) {
   std::lock_guard lock(shard.mutex);
   auto it = shard.entries.find(page);
   if (it == shard.entries.end()) return std::nullopt;
+  return Next(it->second);
+}
+
+std::optional<ScDirectory::Resumption> ScDirectory::Abort(PageId page) {
+  Shard& shard = ShardOf(page);
+  std::lock_guard lock(shard.mutex);
+  auto it = shard.entries.find(page);
+  if (it == shard.entries.end() || !it->second.locked) return std::nullopt;
   Entry& entry = it->second;
+  entry.owner = entry.owner_before;
+  entry.copyset = entry.copyset_before;
+  return Next(entry);
+}
+
+std::optional<ScDirectory::Resumption> ScDirectory::Next(Entry& entry) {
   if (entry.queue.empty()) {
     entry.locked = false;
     return std::nullopt;
@@ -55,6 +69,8 @@ bool ScDirectory::ClaimFresh(PageId page) {
 }
 
 ScGrantDecision ScDirectory::Decide(Entry& entry, const Request& request) {
+  entry.owner_before = entry.owner;
+  entry.copyset_before = entry.copyset;
   ScGrantDecision grant;
   auto r = static_cast<std::size_t>(request.requester);
   auto self = static_cast<std::size_t>(self_);

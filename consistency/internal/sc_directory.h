@@ -52,6 +52,10 @@ class ScDirectory {
   std::optional<ScGrantDecision> Acquire(PageId page, const Request& request, Resume resume);
   // The transaction on page is over. Returns the next queued request, already decided, to run.
   std::optional<Resumption> Release(PageId page);
+  // The transaction on page failed before the requester installed the page (a node it had to
+  // fetch from or invalidate was lost): the entry goes back to what it was before the grant, which
+  // is what every node still holds, and the page is free for the next request (returned, decided).
+  std::optional<Resumption> Abort(PageId page);
   // Creates the entry of a page nobody has touched, owned by this node and locked; false if the
   // page already has an entry. Release it once the page is open.
   bool ClaimFresh(PageId page);
@@ -61,6 +65,9 @@ class ScDirectory {
     int owner = -1;             // -1: a first-touch page nobody touched
     std::vector<bool> copyset;  // nodes holding a valid copy
     bool locked = false;
+    // Owner and copyset before the grant under way, for Abort.
+    int owner_before = -1;
+    std::vector<bool> copyset_before;
     std::deque<std::pair<Request, Resume>> queue;
   };
   struct Shard {
@@ -71,6 +78,8 @@ class ScDirectory {
   Shard& ShardOf(PageId page) { return shards_[page % shards_.size()]; }
   Entry& EntryFor(Shard& shard, PageId page, bool first_touch);
   ScGrantDecision Decide(Entry& entry, const Request& request);
+  // Unlocks the entry, or decides for the first queued request; the shard's mutex is held.
+  std::optional<Resumption> Next(Entry& entry);
 
   int self_;
   int size_;

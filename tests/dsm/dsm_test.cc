@@ -173,6 +173,21 @@ TEST_P(ProtocolTest, AWildAccessStillKillsTheNodeWithSigsegv) {
   }
 }
 
+// A transaction that fails (the page's owner died; the survivors run in LMDX_ERRORS_RETURN
+// mode) leaves the page's directory entry at its home free: the home's own access afterwards
+// fails at once with the lost peer, where it used to wait for the failed transaction for ever.
+TEST(ScFailureTest, AFailedTransactionDoesNotLeaveThePageLockedAtItsHome) {
+  ScopedEnv protocol("LMDX_PROTOCOL", "sc");
+  JobResult job = RunJob(Checks(), 3, {"lost_owner"}, {}, std::chrono::seconds(30));
+  EXPECT_NE(job.out.find("rank 1: get from the lost owner returned"), std::string::npos)
+      << job.out << job.err;
+  EXPECT_EQ(job.out.find("rank 1: get from the lost owner returned success"), std::string::npos)
+      << job.out;
+  EXPECT_NE(job.out.find("rank 0: get after the failed transaction returned"), std::string::npos)
+      << job.out << job.err;
+  EXPECT_NE(job.err.find("rank 2"), std::string::npos) << job.err;
+}
+
 std::string ReadFile(const std::string& path) {
   std::ifstream file(path);
   std::stringstream text;

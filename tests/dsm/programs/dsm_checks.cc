@@ -5,6 +5,10 @@
 
 #include <lmdx/lmdx.hpp>
 
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -448,6 +452,41 @@ void Crash(const char* where) {
   Barrier();
 }
 
+// Run on 3 nodes under sc. Rank 2 owns the only page of a variable homed on rank 0, then dies.
+// Rank 1's lmdx_get is granted a fetch from rank 2, which fails; the home must not keep the
+// page's directory entry locked for that failed transaction: rank 0's own lmdx_get afterwards
+// fails too, promptly, instead of waiting for a transaction that will never end.
+void LostOwner() {
+  constexpr int kVictim = 2;
+  Check(size_ == 3, "lost_owner runs on 3 nodes");
+  auto* data = Var<std::uint64_t>("lost_owner", 8);
+  if (rank_ == kVictim) data[0] = 42;
+  Barrier();
+  if (rank_ == kVictim) {
+    std::thread([] {
+      ::usleep(100 * 1000);
+      ::raise(SIGKILL);
+    }).detach();
+    for (;;) ::pause();
+  }
+  lmdx_set_error_mode(LMDX_ERRORS_RETURN);
+  ::usleep(400 * 1000);  // rank 2 is gone by now
+  std::uint64_t value = 0;
+  char token = 'x';
+  if (rank_ == 1) {
+    int code = lmdx_get(&value, data, sizeof value);
+    std::printf("rank 1: get from the lost owner returned %s\n", lmdx_strerror(code));
+    std::fflush(stdout);
+    Check(lmdx_send(0, &token, 1) == LMDX_OK, "lmdx_send to rank 0");
+  } else {
+    Check(lmdx_recv(1, &token, 1, nullptr) == LMDX_OK, "lmdx_recv from rank 1");
+    int code = lmdx_get(&value, data, sizeof value);
+    std::printf("rank 0: get after the failed transaction returned %s\n", lmdx_strerror(code));
+    std::fflush(stdout);
+  }
+  std::_Exit(3);
+}
+
 }  // namespace
 
 int Run(int argc, char** argv) {
@@ -478,6 +517,8 @@ int Run(int argc, char** argv) {
     FibersSharingAPage(number(2, 2000), number(3, 6));
   } else if (scenario == "scattered") {
     Scattered(static_cast<std::size_t>(number(2, 140000)));
+  } else if (scenario == "lost_owner") {
+    LostOwner();
   } else if (scenario == "crash") {
     Crash(argc > 2 ? argv[2] : "null");
   } else {
@@ -489,6 +530,17 @@ int Run(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "lost_owner") {
+    // The survivors hold the launcher's SIGTERM back long enough to say what their calls
+    // returned; blocked before lmdx_init so that the runtime's threads inherit the mask.
+    const char* rank_text = std::getenv("LMDX_RANK");
+    if (rank_text != nullptr && std::atoi(rank_text) != 2) {
+      sigset_t term;
+      sigemptyset(&term);
+      sigaddset(&term, SIGTERM);
+      pthread_sigmask(SIG_BLOCK, &term, nullptr);
+    }
+  }
   try {
     return Run(argc, argv);
   } catch (const std::exception& error) {
