@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "consistency/home_based/internal/message_types.h"
+#include "consistency/internal/counted_memory.h"
 #include "consistency/sc_protocol.h"
 #include "consistency/write_notices.pb.h"
 
@@ -16,32 +17,59 @@ int HomeBasedTypeBase(HomeBasedKind kind) {
 
 }  // namespace
 
-ProtocolSet::ProtocolSet(net::Node& node, PageMemory& memory, PageTable& table, Counters& counters,
-                         Settings settings) {
-  protocols_.push_back(std::make_unique<ScProtocol>(node, memory, table, counters));
+struct ProtocolSet::Member {
+  Member(PageMemory& memory) : memory(memory, counters) {}
+  Counters counters;
+  internal::CountedMemory memory;
+  std::unique_ptr<Protocol> protocol;  // declared last: destroyed before what it refers to
+};
+
+ProtocolSet::ProtocolSet(net::Node& node, PageMemory& memory, PageTable& table, Settings settings) {
+  auto add = [&](auto make) {
+    auto member = std::make_unique<Member>(memory);
+    member->protocol = make(member->memory, member->counters);
+    protocols_.push_back(member->protocol.get());
+    members_.push_back(std::move(member));
+  };
+  add([&](PageMemory& counted, Counters& counters) -> std::unique_ptr<Protocol> {
+    return std::make_unique<ScProtocol>(node, counted, table, counters);
+  });
   for (HomeBasedKind kind :
        {HomeBasedKind::kUpdate, HomeBasedKind::kRc, HomeBasedKind::kHlrc, HomeBasedKind::kLrc}) {
-    protocols_.push_back(std::make_unique<HomeBasedProtocol>(
-        kind, HomeBasedTypeBase(kind), node, memory, table, counters, settings.home_based));
+    add([&](PageMemory& counted, Counters& counters) -> std::unique_ptr<Protocol> {
+      return std::make_unique<HomeBasedProtocol>(kind, HomeBasedTypeBase(kind), node, counted,
+                                                 table, counters, settings.home_based);
+    });
   }
+}
+
+ProtocolSet::~ProtocolSet() = default;
+
+std::vector<Protocol*> ProtocolSet::All() const { return protocols_; }
+
+Counters& ProtocolSet::CountersOf(const Protocol& protocol) const {
+  for (const auto& member : members_) {
+    if (member->protocol.get() == &protocol) return member->counters;
+  }
+  throw Error(LMDX_ERR_INTERNAL, std::string("protocol ") + protocol.name() + " is not in the set");
 }
 
 std::vector<std::string_view> ProtocolSet::Names() { return {"sc", "update", "rc", "lrc", "hlrc"}; }
 
 Protocol* ProtocolSet::Find(std::string_view name) const {
-  for (const auto& protocol : protocols_) {
-    if (name == protocol->name()) return protocol.get();
+  for (Protocol* protocol : protocols_) {
+    if (name == protocol->name()) return protocol;
   }
   return nullptr;
 }
 
 void ProtocolSet::RegisterHandlers(net::Node& node) {
-  for (const auto& protocol : protocols_) protocol->RegisterHandlers(node);
+  for (Protocol* protocol : protocols_) protocol->RegisterHandlers(node);
 }
 
 std::string ProtocolSet::OnRelease(const sync::SyncObject& object) {
   wire::HookPayloads payloads;
-  for (const auto& protocol : protocols_) {
+  for (Protocol* protocol : protocols_) {
     std::string data = protocol->OnRelease(object);
     if (data.empty()) continue;
     auto* entry = payloads.add_entries();

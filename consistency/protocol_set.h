@@ -24,13 +24,19 @@ class ProtocolSet final : public sync::ConsistencyHooks {
   struct Settings {
     HomeBasedProtocol::Settings home_based;
   };
-  ProtocolSet(net::Node& node, PageMemory& memory, PageTable& table, Counters& counters,
-              Settings settings);
+  // Each protocol counts what it does in counters of its own (CountersOf).
+  ProtocolSet(net::Node& node, PageMemory& memory, PageTable& table, Settings settings);
+  ~ProtocolSet() override;
 
   // The names a configuration may give, in the order docs/protocols.md describes them.
   static std::vector<std::string_view> Names();
   // The protocol called name, or nullptr when there is none.
   Protocol* Find(std::string_view name) const;
+  // Every protocol, in Names() order.
+  std::vector<Protocol*> All() const;
+  // What protocol did on this node: its own work, and the faults and explicit accesses of the
+  // pages it keeps, which the DSM counts here.
+  Counters& CountersOf(const Protocol& protocol) const;
   void RegisterHandlers(net::Node& node);
 
   std::string OnRelease(const sync::SyncObject& object) override;
@@ -41,7 +47,9 @@ class ProtocolSet final : public sync::ConsistencyHooks {
   // Each payload's entries, by protocol (in protocols_' order).
   std::vector<std::vector<std::string>> Split(std::span<const std::string> payloads,
                                               const std::string& where) const;
-  std::vector<std::unique_ptr<Protocol>> protocols_;
+  struct Member;
+  std::vector<std::unique_ptr<Member>> members_;  // counters and memory view outlive the protocol
+  std::vector<Protocol*> protocols_;
 };
 
 }  // namespace lmdx::consistency

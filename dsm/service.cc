@@ -11,6 +11,7 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "dsm/stats_figures.h"
 #include "dsm/stats_report.h"
 
 namespace lmdx::dsm {
@@ -84,8 +85,7 @@ Service::Service(net::Node& node, Options options)
   consistency::ProtocolSet::Settings settings;
   settings.home_based.refetch_at_acquire = options_.refetch_at_acquire;
   settings.home_based.lrc_diff_limit = options_.lrc_diff_limit;
-  protocols_ =
-      std::make_shared<consistency::ProtocolSet>(node_, *this, table_, counters_, settings);
+  protocols_ = std::make_shared<consistency::ProtocolSet>(node_, *this, table_, settings);
   heap_protocol_ = &Named(options_.heap_protocol, "the shared heap");
   // Metadata stays private, so the heap carves nothing before the program allocates; every piece
   // it carves later is fresh and homed here, so this node opens it for writing at once.
@@ -249,6 +249,22 @@ consistency::Protocol& Service::ProtocolOf(PageId page) {
   throw Error(LMDX_ERR_INVALID_ARGUMENT, "the address is not in shared memory");
 }
 
+consistency::Counters& Service::CountersOf(const void* address) {
+  return protocols_->CountersOf(ProtocolOf(space_.PageOf(address)));
+}
+
+consistency::Counters& Service::KnownCountersOf(PageId page) {
+  if (page < space_.page_count() && space_.HeapOwnerOf(page) >= 0) {
+    return protocols_->CountersOf(*heap_protocol_);
+  }
+  if (auto region = regions_.Containing(page)) {
+    if (consistency::Protocol* protocol = protocols_->Find(region->protocol)) {
+      return protocols_->CountersOf(*protocol);
+    }
+  }
+  return counters_;
+}
+
 const char* Service::ProtocolName(const void* address) {
   if (!space_.Contains(address)) {
     throw Error(LMDX_ERR_INVALID_ARGUMENT, "the address is not in shared memory");
@@ -386,7 +402,7 @@ void Service::Get(void* destination, const void* shared_source, std::size_t byte
   net::NoParkingScope as_a_fault;
   if (destination == nullptr) throw Error(LMDX_ERR_INVALID_ARGUMENT, "lmdx_get: null destination");
   CheckRange(shared_source, bytes, "lmdx_get");
-  consistency::Counters::Add(counters_.explicit_gets);
+  consistency::Counters::Add(CountersOf(shared_source).explicit_gets);
   const std::size_t page_size = space_.page_bytes();
   // A destination in shared memory could fault while the page is held: copy through a bounce.
   bool bounce = space_.Contains(destination) ||
@@ -414,7 +430,7 @@ void Service::Put(void* shared_destination, const void* source, std::size_t byte
   net::NoParkingScope as_a_fault;  // see Get
   if (source == nullptr) throw Error(LMDX_ERR_INVALID_ARGUMENT, "lmdx_put: null source");
   CheckRange(shared_destination, bytes, "lmdx_put");
-  consistency::Counters::Add(counters_.explicit_puts);
+  consistency::Counters::Add(CountersOf(shared_destination).explicit_puts);
   const std::size_t page_size = space_.page_bytes();
   bool bounce =
       space_.Contains(source) || space_.Contains(static_cast<const std::byte*>(source) + bytes - 1);
@@ -461,11 +477,13 @@ bool Service::HandleFault(void* address, FaultType type) {
   net::NoParkingScope in_signal_handler;
   try {
     if (PlacementOf(page).home < 0) return false;  // not a shared page: an ordinary crash
-    consistency::Counters::Add(wanted == Access::kRead ? counters_.read_faults
-                                                       : counters_.write_faults);
+    consistency::Protocol& protocol = ProtocolOf(page);
+    consistency::Counters& counters = protocols_->CountersOf(protocol);
+    consistency::Counters::Add(wanted == Access::kRead ? counters.read_faults
+                                                       : counters.write_faults);
     std::uint64_t start = MonotonicNs();
-    ProtocolOf(page).Obtain(page, wanted);
-    consistency::Counters::Add(counters_.fault_ns, MonotonicNs() - start);
+    protocol.Obtain(page, wanted);
+    consistency::Counters::Add(counters.fault_ns, MonotonicNs() - start);
   } catch (const std::exception& error) {
     fatal_("a shared-memory access at " + Hex(address) + " could not be served: " + error.what());
   }
@@ -481,7 +499,7 @@ void Service::RestoreEntry(PageId page, Access wanted) {
     std::lock_guard lock(table_.StripeMutex(page));
     Access now = table_.access(page);
     if (now >= wanted && !table_.busy(page)) space_.Restore(page, now);
-    consistency::Counters::Add(counters_.local_faults);
+    consistency::Counters::Add(KnownCountersOf(page).local_faults);
   } catch (const std::exception& error) {
     fatal_("a shared page at " + Hex(space_.AppView(page)) +
            " could not be mapped: " + error.what());
@@ -492,40 +510,21 @@ void Service::RestoreEntry(PageId page, Access wanted) {
 
 wire::NodeStats Service::LocalStats() const {
   wire::NodeStats stats;
-  auto value = [](const consistency::Counters::Counter& counter) {
-    return counter.load(std::memory_order_relaxed);
-  };
   stats.set_rank(node_.rank());
   stats.set_protocol(options_.heap_protocol);
-  stats.set_read_faults(value(counters_.read_faults));
-  stats.set_write_faults(value(counters_.write_faults));
-  stats.set_local_faults(value(counters_.local_faults));
   stats.set_page_access(AccessControlName(space_.access_control()));
-  stats.set_pages_fetched(value(counters_.pages_fetched));
-  stats.set_bytes_fetched(value(counters_.bytes_fetched));
-  stats.set_zero_pages(value(counters_.zero_pages));
-  stats.set_upgrades(value(counters_.upgrades));
-  stats.set_invalidations_sent(value(counters_.invalidations_sent));
-  stats.set_invalidations_received(value(counters_.invalidations_received));
-  stats.set_downgrades(value(counters_.downgrades));
-  stats.set_directory_requests(value(counters_.directory_requests));
-  stats.set_explicit_gets(value(counters_.explicit_gets));
-  stats.set_explicit_puts(value(counters_.explicit_puts));
-  stats.set_fault_ms(static_cast<double>(value(counters_.fault_ns)) / 1e6);
-  stats.set_twins(value(counters_.twins));
-  stats.set_diffs_made(value(counters_.diffs_made));
-  stats.set_diff_bytes(value(counters_.diff_bytes));
-  stats.set_diffs_applied(value(counters_.diffs_applied));
-  stats.set_write_notices(value(counters_.write_notices));
-  stats.set_updates_sent(value(counters_.updates_sent));
-  stats.set_pages_refetched(value(counters_.pages_refetched));
-  stats.set_pages_prefetched(value(counters_.pages_prefetched));
-  stats.set_diffs_fetched(value(counters_.diffs_fetched));
-  stats.set_diffs_discarded(value(counters_.diffs_discarded));
-  stats.set_kept_diff_peak(value(counters_.kept_diff_peak));
-  stats.set_protection_changes(value(counters_.protection_changes));
-  stats.set_release_ms(static_cast<double>(value(counters_.release_ns)) / 1e6);
-  stats.set_acquire_ms(static_cast<double>(value(counters_.acquire_ns)) / 1e6);
+  // The node's figures are the sum of its protocols' (and of the few faults no protocol could be
+  // named for); each protocol that did anything is listed with its own.
+  FillCounters(counters_, stats);
+  for (consistency::Protocol* protocol : protocols_->All()) {
+    wire::NodeStats part;
+    FillCounters(protocols_->CountersOf(*protocol), part);
+    if (!AnyFigure(part)) continue;
+    AddFigures(part, stats);
+    part.set_rank(node_.rank());
+    part.set_protocol(protocol->name());
+    *stats.add_protocols() = std::move(part);
+  }
   stats.set_heap_carved_bytes(heap_->CarvedBytes());
   stats.set_heap_live_blocks(heap_->LiveBlocks());
   stats.set_heap_live_bytes(heap_->LiveBytes());

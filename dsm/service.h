@@ -71,9 +71,9 @@ class Service final : public consistency::PageMemory {
   std::size_t page_bytes() const override { return space_.page_bytes(); }
   std::byte* AppView(PageId page) override { return space_.AppView(page); }
   std::byte* SystemView(PageId page) override { return space_.SystemView(page); }
+  // Counted by the protocol that calls it (consistency/internal/counted_memory.h).
   void Protect(PageId first, std::uint64_t count, consistency::Access access) override {
     space_.Protect(first, count, access);
-    consistency::Counters::Add(counters_.protection_changes);
   }
   consistency::Placement PlacementOf(PageId page) override;
 
@@ -90,6 +90,11 @@ class Service final : public consistency::PageMemory {
   std::optional<Region> RegionOf(PageId page);
   // The protocol that keeps page coherent; throws when the page is not shared.
   consistency::Protocol& ProtocolOf(PageId page);
+  // The counters of the protocol that keeps address (which is in shared memory).
+  consistency::Counters& CountersOf(const void* address);
+  // The same for a page whose region this node already knows, without asking rank 0 (a fault
+  // handler's); the node's own counters when it does not.
+  consistency::Counters& KnownCountersOf(PageId page);
   consistency::Protocol& Named(const std::string& protocol, const std::string& what,
                                const std::string& chosen_by = "") const;
   void CheckRange(const void* address, std::size_t bytes, const char* call);
@@ -98,7 +103,7 @@ class Service final : public consistency::PageMemory {
   net::Node& node_;
   Options options_;
   GlobalSpace space_;
-  consistency::Counters counters_;
+  consistency::Counters counters_;  // what no protocol could be named for
   consistency::PageTable table_;
   std::shared_ptr<consistency::ProtocolSet> protocols_;
   consistency::Protocol* heap_protocol_ = nullptr;

@@ -55,6 +55,23 @@ std::string FormatStatsTable(const wire::JobStats& job) {
                   node.diffs_discarded(), node.kept_diff_peak());
     }
   }
+  bool several = false;
+  for (const auto& node : job.nodes()) several = several || node.protocols_size() > 1;
+  if (several) {
+    out += "by protocol\n";
+    out += Line("%4s %-7s %8s %8s %8s %7s %7s %10s %8s %8s %8s %9s %10s %10s\n", "rank", "proto",
+                "rfault", "wfault", "fetched", "twins", "diffs", "diff-bytes", "applied", "notices",
+                "protect", "fault-ms", "release-ms", "acquire-ms");
+    for (const auto& node : job.nodes()) {
+      for (const auto& part : node.protocols()) {
+        out += Line("%4d %-7s %8lu %8lu %8lu %7lu %7lu %10lu %8lu %8lu %8lu %9.2f %10.2f %10.2f\n",
+                    node.rank(), part.protocol().c_str(), part.read_faults(), part.write_faults(),
+                    part.pages_fetched(), part.twins(), part.diffs_made(), part.diff_bytes(),
+                    part.diffs_applied(), part.write_notices(), part.protection_changes(),
+                    part.fault_ms(), part.release_ms(), part.acquire_ms());
+      }
+    }
+  }
   out += "messages sent by type (frames / bytes, per rank)\n";
   std::map<std::string, std::map<int, std::pair<std::uint64_t, std::uint64_t>>> by_type;
   for (const auto& node : job.nodes()) {

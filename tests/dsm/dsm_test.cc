@@ -235,7 +235,10 @@ TEST(StatsTest, LmdxStatsPrintsATablePerNodeAndWritesJson) {
   }
   EXPECT_NE(job.err.find("sc-acquire"), std::string::npos) << job.err;
   std::string json = ReadFile(json_path);
-  EXPECT_EQ(CountOf(json, "\"rank\":"), 3) << json;
+  // Three nodes, each with its figures under sc, the only protocol that did anything.
+  EXPECT_EQ(CountOf(json, "\"rank\":"), 6) << json;
+  EXPECT_EQ(CountOf(json, "\"protocol\": \"sc\""), 6) << json;
+  EXPECT_EQ(CountOf(json, "\"protocol\": \"hlrc\""), 0) << json;
   EXPECT_NE(json.find("\"read_faults\""), std::string::npos) << json;
   EXPECT_NE(json.find("\"sc-fetch\""), std::string::npos) << json;
 }
@@ -260,7 +263,10 @@ TEST_P(HomeBasedStatsTest, TheTableNamesTheProtocolAndItsMessages) {
   }
   EXPECT_EQ(job.err.find("\n  sc-acquire "), std::string::npos) << job.err;
   std::string json = ReadFile(json_path);
-  EXPECT_EQ(CountOf(json, "\"rank\":"), 3) << json;
+  // Three nodes, each with its figures under sc, the only protocol that did anything.
+  EXPECT_EQ(CountOf(json, "\"rank\":"), 6) << json;
+  EXPECT_EQ(CountOf(json, "\"protocol\": \"sc\""), 6) << json;
+  EXPECT_EQ(CountOf(json, "\"protocol\": \"hlrc\""), 0) << json;
   EXPECT_EQ(CountOf(json, "\"protocol\": \"" + protocol + "\""), 3) << json;
   // Every node but the homes fetched pages and sent diffs of the visibility scenario's writes.
   EXPECT_GT(StatOf(json, 1, "pages_fetched"), 0) << json;

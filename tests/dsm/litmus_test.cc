@@ -156,6 +156,28 @@ std::string TrafficOf(const std::string& protocol) {
   return "\n  " + (protocol == "sc" ? std::string("sc-acquire") : protocol + "-fetch") + " ";
 }
 
+// The protocols that the statistics' "by protocol" table shows faulting or fetching on any rank.
+std::vector<std::string> ProtocolsThatWorked(const std::string& err) {
+  std::vector<std::string> worked;
+  std::size_t at = err.find("\nby protocol\n");
+  if (at == std::string::npos) return worked;
+  std::istringstream lines(err.substr(at + 13));
+  std::string line;
+  std::getline(lines, line);  // the heading
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    int rank = -1;
+    std::string name;
+    unsigned long long read_faults = 0, write_faults = 0, fetched = 0;
+    if (!(fields >> rank >> name >> read_faults >> write_faults >> fetched)) break;
+    if (read_faults + write_faults + fetched > 0 &&
+        std::find(worked.begin(), worked.end(), name) == worked.end()) {
+      worked.push_back(name);
+    }
+  }
+  return worked;
+}
+
 std::string Upper(std::string text) {
   for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return text;
@@ -188,6 +210,14 @@ TEST_P(VariablesUnderDifferentProtocols, SynchroniseTogether) {
   }
   const std::string unused = NextProtocol(protocol(), 3);
   EXPECT_EQ(job.err.find(TrafficOf(unused)), std::string::npos) << unused << "\n" << job.err;
+  // The statistics split each node's figures by protocol: the three did work, the fourth none.
+  std::vector<std::string> worked = ProtocolsThatWorked(job.err);
+  for (const std::string& used : {std::string(protocol()), by_name, by_prefix}) {
+    EXPECT_NE(std::find(worked.begin(), worked.end(), used), worked.end()) << used << "\n"
+                                                                           << job.err;
+  }
+  EXPECT_EQ(std::find(worked.begin(), worked.end(), unused), worked.end()) << unused << "\n"
+                                                                           << job.err;
 }
 
 // Racy programs keep sequential consistency's guarantees under sc only: a flag spun on without
