@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "api/internal/runtime_state.h"
+#include "api/internal/unused_regions.h"
 
 namespace lmdx::api {
 namespace {
@@ -188,6 +189,7 @@ dsm::RegionPolicy RegionPolicyFor(const config::Settings& settings, std::string_
   policy.protocol = std::string(config::ProtocolName(chosen.protocol));
   policy.unit_pages = chosen.unit_pages;
   const config::RegionSettings* region = settings.RegionFor(name);
+  NoteRegionTaken(region);
   if (region != nullptr && region->protocol_given) {
     policy.chosen_by = "set by dsm.region " + Quoted(region->name);
   } else if (creator_protocol != config::PROTOCOL_DEFAULT) {
@@ -219,8 +221,9 @@ void RequireHeapProtocol(const std::string& heap_protocol) {
   throw Error(LMDX_ERR_CONFIG, "the module " + Quoted(modules->self->name) + " asks for protocol " +
                                    Quoted(wanted) + ", but the shared heap runs " +
                                    Quoted(heap_protocol) +
-                                   " (dsm.protocol): lmdx_malloc memory follows dsm.protocol; give "
-                                   "the module's data a named variable or a dsm.region instead");
+                                   " (dsm.heap, else dsm.protocol): lmdx_malloc memory follows "
+                                   "the heap's protocol; set dsm.heap, or give the module's data a "
+                                   "named variable or a dsm.region instead");
 }
 
 }  // namespace lmdx::api

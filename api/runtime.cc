@@ -11,6 +11,7 @@
 #include "api/internal/modules.h"
 #include "api/internal/runtime_state.h"
 #include "api/internal/shared_variables.h"
+#include "api/internal/unused_regions.h"
 #include "base/log.h"
 #include "config/config.h"
 #include "dsm/service.h"
@@ -87,7 +88,8 @@ dsm::Options DsmOptions(const config::Settings& settings) {
     return RegionPolicyFor(settings, name, creator);
   };
   options.creator = ThisCreator();
-  options.heap_protocol = std::string(config::ProtocolName(settings.protocol));
+  options.heap_protocol = std::string(config::ProtocolName(settings.heap_protocol));
+  options.default_protocol = std::string(config::ProtocolName(settings.protocol));
   return options;
 }
 
@@ -151,6 +153,7 @@ void EndJobAtExit(int status, void*) {
     ::_exit(status);
   }
   ReportStatsIfAsked();
+  if (runtime.node->rank() == 0) WarnOfUnusedRegions(config::CurrentSettings());
   current_node.store(nullptr);
   current_ports.store(nullptr);
   runtime.node->EndJob(status);
@@ -262,6 +265,8 @@ int lmdx_finalize(void) {
     // Outside the lock, with the node still current: threads other ranks placed here keep
     // running (and calling LMDX) until every rank has arrived.
     if (runtime.style == Style::kSpmd) node.AwaitFinalize();
+    // Every variable of the run is placed by now (rank 0 places them all).
+    if (node.rank() == 0) WarnOfUnusedRegions(lmdx::config::CurrentSettings());
     std::lock_guard lock(runtime_mutex);
     current_node.store(nullptr);
     current_ports.store(nullptr);

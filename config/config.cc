@@ -326,6 +326,8 @@ void CheckDsm(const Checker& checker, const Config& config) {
   }
   CheckEnum(checker, dsm.protocol(), Protocol_descriptor(), Protocol_IsValid, "protocol",
             Checker::Find(tree, Field(type, Dsm::kProtocolFieldNumber), -1), "dsm.protocol");
+  CheckEnum(checker, dsm.heap(), Protocol_descriptor(), Protocol_IsValid, "protocol",
+            Checker::Find(tree, Field(type, Dsm::kHeapFieldNumber), -1), "dsm.heap");
   CheckEnum(checker, dsm.home(), Home_descriptor(), Home_IsValid, "home distribution",
             Checker::Find(tree, Field(type, Dsm::kHomeFieldNumber), -1), "dsm.home");
   CheckUnit(checker, dsm.unit(), Checker::Find(tree, Field(type, Dsm::kUnitFieldNumber), -1),
@@ -977,6 +979,8 @@ Settings MakeSettings(const Config& config, const Environment& env, const std::s
   if (dsm.protocol() != PROTOCOL_DEFAULT) settings.protocol = dsm.protocol();
   settings.protocol =
       ParseEnumVariable(env, "LMDX_PROTOCOL", Protocol_descriptor(), "protocol", settings.protocol);
+  // The heap's own protocol beats the default wherever that comes from, as a region's does.
+  settings.heap_protocol = dsm.heap() != PROTOCOL_DEFAULT ? dsm.heap() : settings.protocol;
   if (dsm.home() != HOME_DEFAULT) settings.home = dsm.home();
   settings.home = ParseEnumVariable(env, "LMDX_DSM_HOME", Home_descriptor(), "home distribution",
                                     settings.home);

@@ -106,6 +106,7 @@ struct Settings {
   // How page access is set (LMDX_DSM_ACCESS): "auto", "userfaultfd" or "mprotect".
   std::string dsm_access = "auto";
   Protocol protocol = SC;               // for variables no region names
+  Protocol heap_protocol = SC;          // the shared heap's: dsm.heap, else protocol
   Home home = BLOCK;                    // for variables no region names
   std::uint32_t unit_pages = 1;         // for variables no region names
   std::vector<RegionSettings> regions;  // in the file's order

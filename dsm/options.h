@@ -46,8 +46,9 @@ struct Options {
   std::function<RegionPolicy(std::string_view name, const Creator& creator)> policy_for;
   // This node, as the creator of the regions it asks for.
   Creator creator;
-  // The protocol of the shared heap.
+  // The protocol of the shared heap (dsm.heap), and of variables no region names.
   std::string heap_protocol = "sc";
+  std::string default_protocol = "sc";
   // hlrc: fetch again at an acquire the pages it invalidated that this node was using.
   bool refetch_at_acquire = true;
   // lrc: the bytes of diffs a node keeps before it asks for a garbage collection.

@@ -511,7 +511,7 @@ void Service::RestoreEntry(PageId page, Access wanted) {
 wire::NodeStats Service::LocalStats() const {
   wire::NodeStats stats;
   stats.set_rank(node_.rank());
-  stats.set_protocol(options_.heap_protocol);
+  stats.set_protocol(options_.default_protocol);
   stats.set_page_access(AccessControlName(space_.access_control()));
   // The node's figures are the sum of its protocols' (and of the few faults no protocol could be
   // named for); each protocol that did anything is listed with its own.

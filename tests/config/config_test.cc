@@ -189,6 +189,19 @@ TEST(ConfigTest, WithoutARegionTheDsmDefaultsDecide) {
   EXPECT_EQ(s.ProtocolFor("ab"), LRC);  // "a" is an exact name, not a prefix
 }
 
+TEST(ConfigTest, TheHeapFollowsDsmHeapElseTheDefaultProtocol) {
+  EXPECT_EQ(SettingsFromText("", "p.conf").heap_protocol, SC);
+  EXPECT_EQ(SettingsFromText("dsm { protocol: HLRC }", "p.conf").heap_protocol, HLRC);
+  EXPECT_EQ(SettingsFromText("dsm { protocol: HLRC heap: LRC }", "p.conf").heap_protocol, LRC);
+  // The command line's default (LMDX_PROTOCOL) moves an unset heap, not one the file names.
+  EXPECT_EQ(SettingsFromText("dsm { }", "p.conf", {{"LMDX_PROTOCOL", "rc"}}).heap_protocol, RC);
+  Settings named = SettingsFromText("dsm { heap: UPDATE }", "p.conf", {{"LMDX_PROTOCOL", "rc"}});
+  EXPECT_EQ(named.heap_protocol, UPDATE);
+  EXPECT_EQ(named.protocol, RC);
+  EXPECT_EQ(ParseError("dsm {\n  heap: 9\n}"),
+            "job.conf:2:3: dsm.heap: 9 is not a protocol (SC, UPDATE, RC, LRC or HLRC)");
+}
+
 TEST(ConfigTest, CoherenceUnitsComeFromTheRegionElseTheDsm) {
   Settings s = SettingsFromText(
       R"(dsm { unit: 4 region { name: "big*" unit: 16 } region { name: "one" protocol: RC } })",
@@ -366,7 +379,7 @@ TEST(ConfigTest, SyntaxErrorsHaveLineAndColumn) {
 TEST(ConfigTest, UnknownFieldsAreErrors) {
   EXPECT_EQ(ParseError("dsm {\n  sise: \"1G\"\n}"),
             "job.conf:2:3: unknown field \"sise\" in dsm (known: size, base, protocol, home, "
-            "region, unit or lrc_diff_limit)");
+            "region, unit, lrc_diff_limit or heap)");
   EXPECT_EQ(ParseError("\n\n   statistics { enabled: true }"),
             "job.conf:3:4: unknown field \"statistics\" at the top level (known: dsm, stats, "
             "threads, network, module or link)");
@@ -376,7 +389,7 @@ TEST(ConfigTest, UnknownFieldsAreErrors) {
   // Columns count a tab as protobuf does: to the next multiple of 8, as compilers show them.
   EXPECT_EQ(ParseError("dsm\t{\tsise: \"1G\" }"),
             "job.conf:1:17: unknown field \"sise\" in dsm (known: size, base, protocol, home, "
-            "region, unit or lrc_diff_limit)");
+            "region, unit, lrc_diff_limit or heap)");
   EXPECT_EQ(ParseError("network { pair { c: 1 } }"),
             "job.conf:1:18: unknown field \"c\" in network.pair (known: a, b or transport)");
 }

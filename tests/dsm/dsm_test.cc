@@ -173,6 +173,20 @@ TEST_P(ProtocolTest, AWildAccessStillKillsTheNodeWithSigsegv) {
   }
 }
 
+// dsm.heap gives the shared heap its own protocol, which the default (LMDX_PROTOCOL, the
+// command line's) does not move; variables keep the default.
+TEST(HeapProtocolTest, DsmHeapNamesTheHeapsProtocol) {
+  const std::string config = ScratchFile("heap.conf");
+  {
+    std::ofstream file(config);
+    file << "dsm { heap: LRC }\n";
+  }
+  ScopedEnv protocol("LMDX_PROTOCOL", "hlrc");
+  JobResult job = RunJob(Checks(), 3, {"heap_protocol"}, {"--config", config});
+  ExpectVerified(job, "heap_protocol", 3);
+  EXPECT_NE(job.out.find("heap block: lrc, variable: hlrc"), std::string::npos) << job.out;
+}
+
 // A transaction that fails (the page's owner died; the survivors run in LMDX_ERRORS_RETURN
 // mode) leaves the page's directory entry at its home free: the home's own access afterwards
 // fails at once with the lost peer, where it used to wait for the failed transaction for ever.

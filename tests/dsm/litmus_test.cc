@@ -196,6 +196,7 @@ TEST_P(VariablesUnderDifferentProtocols, SynchroniseTogether) {
     file << "dsm {\n"
          << "  region { name: \"two_a\" protocol: " << Upper(by_name) << " }\n"
          << "  region { name: \"two_c*\" protocol: " << Upper(by_prefix) << " }\n"
+         << "  region { name: \"tow_a\" protocol: SC }\n"
          << "}\n";
   }
   ScopedEnv stats("LMDX_STATS", "1");
@@ -210,6 +211,12 @@ TEST_P(VariablesUnderDifferentProtocols, SynchroniseTogether) {
   }
   const std::string unused = NextProtocol(protocol(), 3);
   EXPECT_EQ(job.err.find(TrafficOf(unused)), std::string::npos) << unused << "\n" << job.err;
+  // A region no variable took is named once, at the end, and only it.
+  EXPECT_NE(job.err.find("warning: dsm.region \"tow_a\" in " + config +
+                         " was taken by no shared variable of this run"),
+            std::string::npos)
+      << job.err;
+  EXPECT_EQ(job.err.find("\"two_a\" in"), std::string::npos) << job.err;
   // The statistics split each node's figures by protocol: the three did work, the fourth none.
   std::vector<std::string> worked = ProtocolsThatWorked(job.err);
   for (const std::string& used : {std::string(protocol()), by_name, by_prefix}) {

@@ -105,9 +105,10 @@ TEST(ModulesTest, AModulesProtocolIsTheDefaultOfItsVariablesAndARegionWins) {
     std::string r = "rank " + std::to_string(rank);
     EXPECT_LINE(job, r + " lrc variable ok");
     EXPECT_LINE(job, r + " error -11: lmdx_malloc: the module \"workers\" asks for protocol "
-                         "\"lrc\", but the shared heap runs \"sc\" (dsm.protocol): lmdx_malloc "
-                         "memory follows dsm.protocol; give the module's data a named variable or "
-                         "a dsm.region instead");
+                         "\"lrc\", but the shared heap runs \"sc\" (dsm.heap, else "
+                         "dsm.protocol): lmdx_malloc memory follows the heap's protocol; set "
+                         "dsm.heap, or give the module's data a named variable or a dsm.region "
+                         "instead");
     EXPECT_LINE(job, r + " sc region ok");
   }
 }

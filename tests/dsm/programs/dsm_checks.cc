@@ -452,6 +452,27 @@ void Crash(const char* where) {
   Barrier();
 }
 
+// The shared heap runs its own protocol (dsm.heap) beside the variables' default: rank 0 says
+// which protocol keeps each, then every node writes its word of a heap block made by rank 0.
+void HeapProtocol() {
+  auto* where = Var<std::uint64_t*>("heap_protocol_block", 1);
+  if (rank_ == 0) {
+    *where = static_cast<std::uint64_t*>(lmdx_malloc(static_cast<std::size_t>(size_) * 8));
+    Check(*where != nullptr, "lmdx_malloc");
+    std::printf("heap block: %s, variable: %s\n", lmdx_protocol_of(*where),
+                lmdx_protocol_of(where));
+  }
+  Barrier();
+  std::uint64_t* block = *where;
+  block[rank_] = Value(static_cast<std::uint64_t>(rank_), 0, 0);
+  Barrier();
+  for (int r = 0; r < size_; ++r) {
+    Check(block[r] == Value(static_cast<std::uint64_t>(r), 0, 0),
+          "heap word of rank " + std::to_string(r));
+  }
+  Barrier();
+}
+
 // Run on 3 nodes under sc. Rank 2 owns the only page of a variable homed on rank 0, then dies.
 // Rank 1's lmdx_get is granted a fetch from rank 2, which fails; the home must not keep the
 // page's directory entry locked for that failed transaction: rank 0's own lmdx_get afterwards
@@ -517,6 +538,8 @@ int Run(int argc, char** argv) {
     FibersSharingAPage(number(2, 2000), number(3, 6));
   } else if (scenario == "scattered") {
     Scattered(static_cast<std::size_t>(number(2, 140000)));
+  } else if (scenario == "heap_protocol") {
+    HeapProtocol();
   } else if (scenario == "lost_owner") {
     LostOwner();
   } else if (scenario == "crash") {
