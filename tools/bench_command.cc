@@ -20,7 +20,8 @@ const std::vector<Benchmark>& Benchmarks() {
       {"dsm", "benchmarks/dsm/dsm_bench",
        "page fault, upgrade and lmdx_get costs next to latency + transfer + local fault, 2 nodes"},
       {"protocols", "benchmarks/protocols/protocols_bench",
-       "every sample under every protocol on 1, 2 and 4 nodes: time, faults, messages, bytes"},
+       "every sample (1, 2, 4 nodes) and sharing pattern (2, 4 nodes) under every protocol: "
+       "time, faults, messages, bytes"},
       {"threads", "benchmarks/threads/threads_bench",
        "remote thread start+join next to the latency, user-level switch, idle threads per GiB"},
   };
