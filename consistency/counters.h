@@ -40,6 +40,7 @@ struct Counters {
   Counter diffs_fetched{0};    // other writers' diffs fetched at faults and by homes
   Counter diffs_discarded{0};  // this node's diffs dropped by a garbage collection
   Counter kept_diff_peak{0};   // the most bytes of diffs this node kept at once
+  Counter homes_taken{0};      // first-touch pages this node became the home of
   Counter release_ns{0};       // time in the protocol at releases
   Counter acquire_ns{0};       // time in the protocol at acquires
 

@@ -9,7 +9,8 @@
 namespace lmdx::consistency {
 namespace {
 
-// sc's types are kFirstDsm + [0, 4); each home-based protocol takes the next four after 10.
+// sc's types are kFirstDsm + [0, 4); each home-based protocol takes the next
+// kTypesPerProtocol after 10 (the DSM's own start at kFirstDsm + 100).
 int HomeBasedTypeBase(HomeBasedKind kind) {
   return static_cast<int>(net::MessageType::kFirstDsm) + 10 +
          static_cast<int>(kind) * internal::kTypesPerProtocol;

@@ -40,12 +40,39 @@ net::MessageType HomeBasedProtocol::Type(int offset) const {
   return static_cast<net::MessageType>(type_base_ + offset);
 }
 
-int HomeBasedProtocol::HomeOf(PageId page) {
-  Placement placement = memory_.PlacementOf(page);
+int HomeBasedProtocol::HomeOf(PageId page) { return HomeOf(page, memory_.PlacementOf(page)); }
+
+int HomeBasedProtocol::HomeOf(PageId page, const Placement& placement) {
   if (placement.home < 0) {
     throw Error(LMDX_ERR_INVALID_ARGUMENT, "the address is not in shared memory");
   }
-  return placement.home;
+  if (!placement.first_touch) return placement.home;
+  if (std::optional<int> known = first_touch_homes_.Known(page)) return *known;
+  int home = -1;
+  if (placement.home == node_.rank()) {
+    home = first_touch_homes_.Claim(page, node_.rank());
+  } else {
+    wire::HbPages claim;
+    claim.add_pages(page);
+    net::InboundMessage reply =
+        node_.Request(placement.home, Type(internal::kHomeClaim), claim.SerializeAsString());
+    wire::HbHomes homes;
+    if (!homes.ParseFromString(reply.body) || homes.homes_size() != 1 || homes.homes(0) < 0 ||
+        homes.homes(0) >= node_.size()) {
+      throw Error(LMDX_ERR_INTERNAL,
+                  "a malformed answer to a home claim from rank " + std::to_string(placement.home));
+    }
+    home = homes.homes(0);
+    first_touch_homes_.Learn(page, home);
+  }
+  if (home == node_.rank()) Counters::Add(counters_.homes_taken);
+  return home;
+}
+
+int HomeBasedProtocol::KnownHomeOf(PageId page) {
+  Placement placement = memory_.PlacementOf(page);
+  if (!placement.first_touch) return placement.home;
+  return first_touch_homes_.Known(page).value_or(-1);
 }
 
 void HomeBasedProtocol::ProtectPages(const std::vector<PageId>& sorted_pages, Access access) {
@@ -65,7 +92,7 @@ void HomeBasedProtocol::Obtain(PageId page, Access wanted) {
   if (placement.home < 0) {
     throw Error(LMDX_ERR_INVALID_ARGUMENT, "the address is not in shared memory");
   }
-  const int home = placement.home;
+  const int home = HomeOf(page, placement);
   const bool at_home = home == node_.rank();
   std::unique_lock lock(table_.StripeMutex(page));
   for (;;) {
@@ -98,7 +125,7 @@ void HomeBasedProtocol::Obtain(PageId page, Access wanted) {
       refetch_credit_[page] = kRefetchCredit;
     }
     lock.unlock();
-    std::vector<PageId> pages = UnitToFetch(page, placement);
+    std::vector<PageId> pages = UnitToFetch(page, placement, home);
     // A fiber must not park while it holds a page busy: a sibling fiber of the same worker that
     // faults on the page would block the worker the holder needs to resume.
     net::NoParkingScope holding_a_page;
@@ -107,13 +134,16 @@ void HomeBasedProtocol::Obtain(PageId page, Access wanted) {
   }
 }
 
-std::vector<PageId> HomeBasedProtocol::UnitToFetch(PageId page, const Placement& placement) {
+std::vector<PageId> HomeBasedProtocol::UnitToFetch(PageId page, const Placement& placement,
+                                                   int home) {
   // The faulting page (already held by the caller) and the other pages of its coherence unit
   // that this node lacks and the same home serves: one message brings them all.
   std::vector<PageId> pages{page};
   for (PageId other = placement.unit_first; other < placement.unit_first + placement.unit_pages;
        ++other) {
-    if (other == page || memory_.PlacementOf(other).home != placement.home) continue;
+    // A first-touch page nobody has claimed to this node's knowledge is left to its own fault,
+    // which claims it.
+    if (other == page || KnownHomeOf(other) != home) continue;
     std::lock_guard lock(table_.StripeMutex(other));
     if (table_.busy(other) || table_.access(other) != Access::kNone) continue;
     table_.set_busy(other, true);

@@ -42,6 +42,7 @@
 
 #include "consistency/counters.h"
 #include "consistency/diff.h"
+#include "consistency/home_based/internal/first_touch_homes.h"
 #include "consistency/home_based/internal/home_directory.h"
 #include "consistency/page_table.h"
 #include "consistency/protocol.h"
@@ -112,7 +113,7 @@ class HomeBasedProtocol final : public Protocol {
   // ---- faults and fetches (home_based_protocol.cc)
   void OpenAtHome(PageId page, Access wanted);
   // Marks busy and returns the pages a read fault on page fetches: its coherence unit's.
-  std::vector<PageId> UnitToFetch(PageId page, const Placement& placement);
+  std::vector<PageId> UnitToFetch(PageId page, const Placement& placement, int home);
   void StartWriting(PageId page);
   // Fetches pages (all busy, owned by the caller) from their homes, one request per home in
   // parallel, and installs them readable; a page invalidated meanwhile is left without access.
@@ -180,7 +181,12 @@ class HomeBasedProtocol final : public Protocol {
   void ServeUpdate(net::InboundMessage& message, const net::ReplyTo& to);
 
   net::MessageType Type(int offset) const;
+  // The page's home; in a first-touch region asks the page's manager the first time, which makes
+  // this node the home when no node has touched the page (application threads only).
   int HomeOf(PageId page);
+  int HomeOf(PageId page, const Placement& placement);
+  // The home when this node knows it without asking anyone; -1 otherwise.
+  int KnownHomeOf(PageId page);
   void ProtectPages(const std::vector<PageId>& sorted_pages, Access access);
 
   HomeBasedKind kind_;
@@ -191,6 +197,7 @@ class HomeBasedProtocol final : public Protocol {
   Counters& counters_;
   Settings settings_;
   internal::HomeDirectory directory_;
+  internal::FirstTouchHomes first_touch_homes_;
   WriteNoticeLog notices_;
 
   std::mutex state_mutex_;

@@ -13,6 +13,7 @@ namespace lmdx::consistency {
 
 using internal::kDiffs;
 using internal::kFetch;
+using internal::kHomeClaim;
 using internal::kInvalidate;
 using internal::kUpdate;
 
@@ -148,15 +149,24 @@ void HomeBasedProtocol::ServeUpdate(net::InboundMessage& message, const net::Rep
 void HomeBasedProtocol::RegisterHandlers(net::Node& node) {
   // The names are kept by pointer, so they are literals.
   static constexpr const char* kNames[4][internal::kTypesPerProtocol] = {
-      {"update-fetch", "update-diffs", "update-invalidate", "update-update"},
-      {"rc-fetch", "rc-diffs", "rc-invalidate", "rc-update"},
-      {"hlrc-fetch", "hlrc-diffs", "hlrc-invalidate", "hlrc-update"},
-      {"lrc-fetch", "lrc-diffs", "lrc-invalidate", "lrc-update"}};
+      {"update-fetch", "update-diffs", "update-invalidate", "update-update", "update-home"},
+      {"rc-fetch", "rc-diffs", "rc-invalidate", "rc-update", "rc-home"},
+      {"hlrc-fetch", "hlrc-diffs", "hlrc-invalidate", "hlrc-update", "hlrc-home"},
+      {"lrc-fetch", "lrc-diffs", "lrc-invalidate", "lrc-update", "lrc-home"}};
   for (int offset = 0; offset < internal::kTypesPerProtocol; ++offset) {
     net::SetMessageTypeName(Type(offset), kNames[static_cast<int>(kind_)][offset]);
   }
   node.Handle(Type(kFetch), [this](net::InboundMessage& message, const net::ReplyTo* to) {
     if (to != nullptr) ServeFetch(message, *to);
+  });
+  node.Handle(Type(kHomeClaim), [this](net::InboundMessage& message, const net::ReplyTo* to) {
+    if (to == nullptr) return;
+    auto request = Parse<wire::HbPages>(message, "home claim");
+    wire::HbHomes homes;
+    for (PageId page : request.pages()) {
+      homes.add_homes(first_touch_homes_.Claim(page, message.header.source));
+    }
+    node_.Reply(*to, homes.SerializeAsString());
   });
   node.Handle(Type(kDiffs), [this](net::InboundMessage& message, const net::ReplyTo* to) {
     if (to == nullptr) return;

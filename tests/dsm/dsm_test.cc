@@ -235,6 +235,32 @@ TEST_P(ProtocolTest, ThreadsOfANodeFaultingOnOnePageShareOneFetch) {
 
 INSTANTIATE_TEST_SUITE_P(Protocols, ProtocolTest, ::testing::ValuesIn(kProtocols), ProtocolName);
 
+// Under the home-based protocols a FIRST_TOUCH page's home is the node that touched it first, so
+// nodes that fill their own bands write them in place: no twin and no diff anywhere, and each
+// node is the home of its own band's pages (16 per node, and none of the others').
+class FirstTouchHomeTest : public ::testing::TestWithParam<const char*> {
+ private:
+  ScopedEnv protocol_{"LMDX_PROTOCOL", GetParam()};
+  ScopedEnv home_{"LMDX_DSM_HOME", "first_touch"};
+};
+
+TEST_P(FirstTouchHomeTest, NodesFillingTheirOwnBandsBecomeTheirHomes) {
+  std::string json_path = ScratchFile(std::string("first_touch_") + GetParam() + ".json");
+  ScopedEnv stats("LMDX_STATS", "1");
+  ScopedEnv json_env("LMDX_STATS_JSON", json_path);
+  JobResult job = RunJob(Checks(), 3, {"first_touch_bands", "16"});
+  ExpectVerified(job, "first_touch_bands", 3);
+  std::string json = ReadFile(json_path);
+  for (int rank = 0; rank < 3; ++rank) {
+    EXPECT_EQ(StatOf(json, rank, "twins"), 0) << "rank " << rank << "\n" << json;
+    EXPECT_EQ(StatOf(json, rank, "diffs_made"), 0) << "rank " << rank << "\n" << json;
+    EXPECT_EQ(StatOf(json, rank, "homes_taken"), 16) << "rank " << rank << "\n" << json;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Protocols, FirstTouchHomeTest,
+                         ::testing::Values("update", "rc", "lrc", "hlrc"), ProtocolName);
+
 // sc's own figures and messages.
 TEST(StatsTest, LmdxStatsPrintsATablePerNodeAndWritesJson) {
   std::string json_path = ScratchFile("stats.json");
@@ -277,11 +303,10 @@ TEST_P(HomeBasedStatsTest, TheTableNamesTheProtocolAndItsMessages) {
   }
   EXPECT_EQ(job.err.find("\n  sc-acquire "), std::string::npos) << job.err;
   std::string json = ReadFile(json_path);
-  // Three nodes, each with its figures under sc, the only protocol that did anything.
+  // Three nodes, each with its figures under the protocol, the only one that did anything.
   EXPECT_EQ(CountOf(json, "\"rank\":"), 6) << json;
-  EXPECT_EQ(CountOf(json, "\"protocol\": \"sc\""), 6) << json;
-  EXPECT_EQ(CountOf(json, "\"protocol\": \"hlrc\""), 0) << json;
-  EXPECT_EQ(CountOf(json, "\"protocol\": \"" + protocol + "\""), 3) << json;
+  EXPECT_EQ(CountOf(json, "\"protocol\": \"" + protocol + "\""), 6) << json;
+  EXPECT_EQ(CountOf(json, "\"protocol\": \"sc\""), 0) << json;
   // Every node but the homes fetched pages and sent diffs of the visibility scenario's writes.
   EXPECT_GT(StatOf(json, 1, "pages_fetched"), 0) << json;
   EXPECT_GT(StatOf(json, 1, "diffs_made"), 0) << json;

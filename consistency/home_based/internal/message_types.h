@@ -8,7 +8,8 @@ constexpr int kFetch = 0;       // to a home: pages wanted; the reply carries th
 constexpr int kDiffs = 1;       // to a home: a release's diffs; the reply names copy holders
 constexpr int kInvalidate = 2;  // rc, to a copy holder: drop these pages
 constexpr int kUpdate = 3;      // update, to a copy holder: apply these diffs
-constexpr int kTypesPerProtocol = 4;
+constexpr int kHomeClaim = 4;   // to a first-touch page's manager: whose page is it (or mine)?
+constexpr int kTypesPerProtocol = 5;
 
 }  // namespace lmdx::consistency::internal
 

@@ -452,6 +452,29 @@ void Crash(const char* where) {
   Barrier();
 }
 
+// Each node fills its own band of pages first, then every node reads every band (run with
+// LMDX_DSM_HOME=first_touch): under the home-based protocols the first toucher becomes the home,
+// so the writers write in place (the test reads their statistics: no twin, no diff).
+void FirstTouchBands(int pages_per_node) {
+  const std::size_t words_per_page = 4096 / sizeof(std::uint64_t);
+  const std::size_t band = static_cast<std::size_t>(pages_per_node) * words_per_page;
+  auto* data = Var<std::uint64_t>("first_touch_bands", band * static_cast<std::size_t>(size_));
+  for (std::size_t i = 0; i < band; ++i) {
+    data[static_cast<std::size_t>(rank_) * band + i] =
+        Value(static_cast<std::uint64_t>(rank_), 1, i);
+  }
+  Barrier();
+  for (int owner = 0; owner < size_; ++owner) {
+    for (std::size_t i = 0; i < band; ++i) {
+      std::uint64_t got = data[static_cast<std::size_t>(owner) * band + i];
+      Check(got == Value(static_cast<std::uint64_t>(owner), 1, i),
+            "word " + std::to_string(i) + " of rank " + std::to_string(owner) + "'s band reads " +
+                std::to_string(got));
+    }
+  }
+  Barrier();
+}
+
 // The shared heap runs its own protocol (dsm.heap) beside the variables' default: rank 0 says
 // which protocol keeps each, then every node writes its word of a heap block made by rank 0.
 void HeapProtocol() {
@@ -538,6 +561,8 @@ int Run(int argc, char** argv) {
     FibersSharingAPage(number(2, 2000), number(3, 6));
   } else if (scenario == "scattered") {
     Scattered(static_cast<std::size_t>(number(2, 140000)));
+  } else if (scenario == "first_touch_bands") {
+    FirstTouchBands(number(2, 16));
   } else if (scenario == "heap_protocol") {
     HeapProtocol();
   } else if (scenario == "lost_owner") {
