@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "sync/internal/framing.h"
 #include "sync/names.h"
 #include "sync/sync.pb.h"
 
@@ -104,7 +105,7 @@ struct Service::Actions {
   struct Out {
     int dest;
     int offset;
-    std::string body;
+    internal::Framed frame;
   };
   struct Err {
     net::ReplyTo to;
@@ -112,12 +113,12 @@ struct Service::Actions {
     std::string text;
   };
   std::vector<Out> sends;
-  std::vector<std::pair<net::ReplyTo, std::string>> replies;
+  std::vector<std::pair<net::ReplyTo, internal::Framed>> replies;
   std::vector<Err> errors;
   std::vector<std::shared_ptr<Waiter>> wakes;
 
   void Send(int dest, int offset, const wire::SyncMessage& message) {
-    sends.push_back({dest, offset, message.SerializeAsString()});
+    sends.push_back({dest, offset, internal::Frame(message)});
   }
   void Wake(std::shared_ptr<Waiter> waiter, lmdx_error code = LMDX_OK, std::string text = {}) {
     waiter->code = code;
@@ -131,15 +132,16 @@ Service::Service(net::Node& node) : node_(node) {}
 void Service::Run(Actions& actions) {
   for (auto& out : actions.sends) {
     try {
-      node_.Send(out.dest, TypeOf(out.offset), std::move(out.body));
+      node_.Send(out.dest, TypeOf(out.offset), std::move(out.frame.body),
+                 std::move(out.frame.payload));
     } catch (const Error& error) {
       // The peer is gone: the node's lost-peer handling ends the job or fails the calls.
       DebugLine(std::string("sync: a message was not sent: ") + error.what());
     }
   }
-  for (auto& [to, body] : actions.replies) {
+  for (auto& [to, frame] : actions.replies) {
     try {
-      node_.Reply(to, std::move(body));
+      node_.Reply(to, std::move(frame.body), std::move(frame.payload));
     } catch (const Error& error) {
       DebugLine(std::string("sync: a reply was not sent: ") + error.what());
     }
@@ -343,7 +345,7 @@ bool Service::TryLock(Object* lock) {
   try {
     net::InboundMessage answer =
         node_.Request(lock->manager, TypeOf(kLockTry), request.SerializeAsString());
-    reply.ParseFromString(answer.body);
+    reply = internal::Unframe(answer);
   } catch (const Error& error) {
     failure = error;
   }
@@ -755,13 +757,13 @@ void Service::SemaP(Object* sema) {
   message.set_name(sema->name);
   // A thread killed while it waits gives back the unit that comes for it later.
   auto give_back = [this, manager = sema->manager, name = sema->name](net::InboundMessage& late) {
-    wire::SyncMessage grant;
-    grant.ParseFromString(late.body);
-    wire::SyncMessage v;
-    v.set_name(name);
-    v.add_payloads(grant.payloads_size() > 0 ? grant.payloads(0) : std::string());
     try {
-      node_.Send(manager, TypeOf(kSemaV), v.SerializeAsString());
+      wire::SyncMessage grant = internal::Unframe(late);
+      wire::SyncMessage v;
+      v.set_name(name);
+      v.add_payloads(grant.payloads_size() > 0 ? grant.payloads(0) : std::string());
+      internal::Framed frame = internal::Frame(std::move(v));
+      node_.Send(manager, TypeOf(kSemaV), std::move(frame.body), std::move(frame.payload));
     } catch (const Error& error) {
       DebugLine(std::string("sync: a unit could not be given back: ") + error.what());
     }
@@ -769,8 +771,7 @@ void Service::SemaP(Object* sema) {
   std::optional<net::InboundMessage> answer = node_.RequestUnlessInterrupted(
       sema->manager, TypeOf(kSemaP), message.SerializeAsString(), give_back);
   if (!answer) throw Killed(*sema);
-  wire::SyncMessage reply;
-  reply.ParseFromString(answer->body);
+  wire::SyncMessage reply = internal::Unframe(*answer);
   CurrentConsistencyHooks()->OnAcquire({ObjectKind::kSemaphore, sema->name}, PayloadsOf(reply));
 }
 
@@ -778,7 +779,8 @@ void Service::SemaV(Object* sema) {
   wire::SyncMessage message;
   message.set_name(sema->name);
   message.add_payloads(CurrentConsistencyHooks()->OnRelease({ObjectKind::kSemaphore, sema->name}));
-  node_.Request(sema->manager, TypeOf(kSemaV), message.SerializeAsString());
+  internal::Framed frame = internal::Frame(std::move(message));
+  node_.Request(sema->manager, TypeOf(kSemaV), std::move(frame.body), std::move(frame.payload));
 }
 
 // ---- Handlers ----------------------------------------------------------------------------------
@@ -799,10 +801,9 @@ void Service::RegisterHandlers() {
   // Parses the body, runs body under the mutex, then sends what it collected.
   auto on = [this](int offset, auto body) {
     Handle(offset, [this, body](net::InboundMessage& in, const net::ReplyTo* reply_to) {
-      wire::SyncMessage message;
-      message.ParseFromString(in.body);
       Actions actions;
       try {
+        wire::SyncMessage message = internal::Unframe(in);
         std::lock_guard guard(mutex_);
         body(in.header.source, message, reply_to, actions);
       } catch (const Error& error) {
@@ -847,7 +848,7 @@ void Service::RegisterHandlers() {
       managed.last = managed.probe_requester;
       for (const auto& p : m.payloads()) reply.add_payloads(p);
     }
-    a.replies.emplace_back(managed.probe_reply, reply.SerializeAsString());
+    a.replies.emplace_back(managed.probe_reply, internal::Frame(std::move(reply)));
     // Requests that came during the probe, in their order, until one starts another probe.
     while (!managed.probing && !managed.held_back.empty()) {
       Managed::HeldBack held = std::move(managed.held_back.front());
@@ -867,7 +868,7 @@ void Service::RegisterHandlers() {
                           KindConflict(m.name(), managed.kind, ObjectKind::kBarrier, source)});
     } else if (managed.count == 0 || managed.count == m.value()) {
       managed.count = static_cast<int>(m.value());
-      a.replies.emplace_back(*to, std::string());
+      a.replies.emplace_back(*to, internal::Framed{});
     } else {
       a.errors.push_back({*to, LMDX_ERR_MISUSE,
                           "barrier \"" + m.name() + "\" was initialized with count " +
@@ -916,9 +917,9 @@ void Service::RegisterHandlers() {
       managed.sema_ready = true;
       managed.init_value = m.value();
       managed.init_units = m.value();
-      a.replies.emplace_back(*to, std::string());
+      a.replies.emplace_back(*to, internal::Framed{});
     } else if (managed.init_value == m.value()) {
-      a.replies.emplace_back(*to, std::string());
+      a.replies.emplace_back(*to, internal::Framed{});
     } else {
       a.errors.push_back({*to, LMDX_ERR_MISUSE,
                           "semaphore \"" + m.name() + "\" was initialized with value " +
@@ -948,12 +949,12 @@ void Service::RegisterHandlers() {
     if (managed == nullptr) return;
     if (managed->init_units > 0) {
       --managed->init_units;
-      a.replies.emplace_back(*to, std::string());
+      a.replies.emplace_back(*to, internal::Framed{});
     } else if (!managed->units.empty()) {
       wire::SyncMessage reply;
       reply.add_payloads(std::move(managed->units.front()));
       managed->units.pop_front();
-      a.replies.emplace_back(*to, reply.SerializeAsString());
+      a.replies.emplace_back(*to, internal::Frame(std::move(reply)));
     } else {
       managed->p_waiters.push_back(*to);
     }
@@ -974,12 +975,12 @@ void Service::RegisterHandlers() {
     if (!managed->p_waiters.empty()) {
       wire::SyncMessage reply;
       reply.add_payloads(std::move(payload));
-      a.replies.emplace_back(managed->p_waiters.front(), reply.SerializeAsString());
+      a.replies.emplace_back(managed->p_waiters.front(), internal::Frame(std::move(reply)));
       managed->p_waiters.pop_front();
     } else {
       managed->units.push_back(std::move(payload));
     }
-    if (to != nullptr) a.replies.emplace_back(*to, std::string());
+    if (to != nullptr) a.replies.emplace_back(*to, internal::Framed{});
   });
 }
 

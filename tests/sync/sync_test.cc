@@ -62,6 +62,24 @@ TEST(ConsistencyHooksTest, PayloadsTravelFromReleaserToAcquirer) {
   EXPECT_NE(job.out.find("rank 2: semaphore payloads ok"), std::string::npos) << job.out;
 }
 
+// Payloads of 20 MiB, past the 16 MiB a frame's body may hold, arrive whole through a lock, both
+// kinds of barrier, a semaphore and a thread's start and join (they travel as the frames' raw
+// payloads).
+TEST(ConsistencyHooksTest, PayloadsLargerThanAFramesBodyArriveWhole) {
+  JobResult job = RunJob(Program("LARGE_PAYLOADS"), 3, {}, {}, std::chrono::seconds(120));
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  for (int rank = 0; rank < 3; ++rank) {
+    std::string line = "rank " + std::to_string(rank) + ": large payloads ok (";
+    std::size_t at = job.out.find(line);
+    ASSERT_NE(at, std::string::npos) << job.out;
+    // Every rank acquires at eight lmdx_barrier_all and one named barrier; ranks 1 and 2 also
+    // take the lock after a release, rank 2 the semaphore's unit, rank 1 the start of the thread
+    // and rank 0 its end.
+    const long expected[] = {25, 26, 26};
+    EXPECT_GE(std::atol(job.out.c_str() + at + line.size()), expected[rank]) << job.out;
+  }
+}
+
 TEST(MisuseTest, EveryMisuseIsReportedWithObjectAndRank) {
   JobResult job = RunJob(Program("MISUSE"), 2, {"return"});
   ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
