@@ -107,6 +107,36 @@ void ProtocolSet::OnAcquire(const sync::SyncObject& object, std::span<const std:
   }
 }
 
+std::string ProtocolSet::Knowledge() {
+  wire::HookPayloads knowledge;
+  for (Protocol* protocol : protocols_) {
+    std::string data = protocol->Knowledge();
+    if (data.empty()) continue;
+    auto* entry = knowledge.add_entries();
+    entry->set_protocol(protocol->name());
+    entry->set_data(std::move(data));
+  }
+  return knowledge.entries_size() == 0 ? std::string() : knowledge.SerializeAsString();
+}
+
+std::string ProtocolSet::Trim(std::string payload, const std::string& knowledge) {
+  if (payload.empty() || knowledge.empty()) return payload;
+  wire::HookPayloads parsed;
+  wire::HookPayloads known;
+  if (!parsed.ParseFromString(payload) || !known.ParseFromString(knowledge)) {
+    throw Error(LMDX_ERR_INTERNAL, "a malformed consistency payload or summary at a lock handoff");
+  }
+  for (auto& entry : *parsed.mutable_entries()) {
+    for (const auto& summary : known.entries()) {
+      if (summary.protocol() != entry.protocol()) continue;
+      if (Protocol* protocol = Find(entry.protocol())) {
+        entry.set_data(protocol->Trim(std::move(*entry.mutable_data()), summary.data()));
+      }
+    }
+  }
+  return parsed.SerializeAsString();
+}
+
 std::optional<std::string> ProtocolSet::Merge(std::span<const std::string> payloads) {
   auto by_protocol = Split(payloads, "a barrier's arrivals");
   wire::HookPayloads merged;

@@ -42,6 +42,8 @@ class ProtocolSet final : public sync::ConsistencyHooks {
   std::string OnRelease(const sync::SyncObject& object) override;
   void OnAcquire(const sync::SyncObject& object, std::span<const std::string> payloads) override;
   std::optional<std::string> Merge(std::span<const std::string> payloads) override;
+  std::string Knowledge() override;
+  std::string Trim(std::string payload, const std::string& knowledge) override;
 
  private:
   // Each payload's entries, by protocol (in protocols_' order).

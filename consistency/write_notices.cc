@@ -85,6 +85,44 @@ WriteNoticeLog::Received WriteNoticeLog::Merge(std::span<const std::string> payl
   return received;
 }
 
+std::string WriteNoticeLog::Knowledge() const {
+  wire::WriterIntervals known;
+  std::lock_guard lock(mutex_);
+  known.mutable_newest()->Resize(size_, 0);
+  for (const auto& [key, interval] : log_) {
+    std::uint64_t& newest = *known.mutable_newest()->Mutable(key.second);
+    newest = std::max(newest, interval);
+  }
+  return known.SerializeAsString();
+}
+
+std::string WriteNoticeLog::Trim(const std::string& payload, const std::string& knowledge) {
+  if (payload.empty() || knowledge.empty()) return payload;
+  wire::WriterIntervals known;
+  if (!known.ParseFromString(knowledge)) {
+    throw Error(LMDX_ERR_INTERNAL, "a malformed summary of write notices");
+  }
+  wire::WriteNotices notices = Parse(payload);
+  if (notices.pages_size() != notices.writers_size() ||
+      notices.pages_size() != notices.intervals_size()) {
+    throw Error(LMDX_ERR_INTERNAL, "write notices whose pages, writers and intervals differ");
+  }
+  wire::WriteNotices kept = notices;
+  kept.clear_pages();
+  kept.clear_writers();
+  kept.clear_intervals();
+  for (int i = 0; i < notices.pages_size(); ++i) {
+    int writer = notices.writers(i);
+    bool has =
+        writer >= 0 && writer < known.newest_size() && notices.intervals(i) <= known.newest(writer);
+    if (has) continue;
+    kept.add_pages(notices.pages(i));
+    kept.add_writers(writer);
+    kept.add_intervals(notices.intervals(i));
+  }
+  return kept.SerializeAsString();
+}
+
 void WriteNoticeLog::ForgetKnownEverywhere(std::span<const std::string> payloads) {
   std::lock_guard lock(mutex_);
   for (const std::string& payload : payloads) {

@@ -67,6 +67,14 @@ class WriteNoticeLog {
   // writer) and names all their senders: a barrier's departure then carries one.
   static std::string MergeEncoded(std::span<const std::string> payloads, int size);
 
+  // What this node knows, for a lock request: per writer the newest interval its log names. Any
+  // log that names interval k of a writer holds all of that writer's notices up to k (each came
+  // in a whole log from the writer's release of k, or later), but those every node has.
+  std::string Knowledge() const;
+  // payload (an Encode) without the notices that a node whose Knowledge() was knowledge has.
+  // Throws lmdx::Error when either is malformed.
+  static std::string Trim(const std::string& payload, const std::string& knowledge);
+
   // The newest interval of writer that payloads name (0 if none).
   static std::uint64_t NewestOf(std::span<const std::string> payloads, int writer);
 

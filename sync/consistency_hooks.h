@@ -51,6 +51,15 @@ class ConsistencyHooks {
     (void)payloads;
     return std::nullopt;
   }
+  // What this node already knows of others' releases, small, for a lock request to carry: the
+  // node that hands the token over then leaves it out of the payload (Trim). Empty: nothing.
+  virtual std::string Knowledge() { return {}; }
+  // payload without what a node whose Knowledge() was knowledge has already acquired. Runs on
+  // the progress thread under the sync layer's lock: it must not block.
+  virtual std::string Trim(std::string payload, const std::string& knowledge) {
+    (void)knowledge;
+    return payload;
+  }
 };
 
 // Sends nothing and ignores what arrives.

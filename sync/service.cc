@@ -246,6 +246,7 @@ Service::Managed& Service::ManagedLocked(const std::string& name, ObjectKind kin
 void Service::Lock(Object* lock) {
   auto hooks = CurrentConsistencyHooks();
   const auto self = net::CurrentThreadKey();
+  std::string knowledge = hooks->Knowledge();
   std::shared_ptr<Waiter> waiter;
   Actions actions;
   bool fast = false;
@@ -273,6 +274,7 @@ void Service::Lock(Object* lock) {
         lock->requested = true;
         wire::SyncMessage message;
         message.set_name(lock->name);
+        message.set_knowledge(std::move(knowledge));
         actions.Send(lock->manager, kLockAcquire, message);
       }
     }
@@ -318,6 +320,7 @@ void Service::ReleaseLocksOfCaller() {
 bool Service::TryLock(Object* lock) {
   auto hooks = CurrentConsistencyHooks();
   const auto self = net::CurrentThreadKey();
+  std::string knowledge = hooks->Knowledge();
   bool local = false;
   std::string local_payload;
   {
@@ -364,6 +367,7 @@ bool Service::TryLock(Object* lock) {
       lock->requested = true;
       wire::SyncMessage message;
       message.set_name(lock->name);
+      message.set_knowledge(std::move(knowledge));
       actions.Send(lock->manager, kLockAcquire, message);
     }
   }
@@ -386,7 +390,9 @@ void Service::Unlock(Object* lock) {
     }
   }
   // Only the holder gets here, so the state cannot change under it but for a forwarded request.
-  std::string payload = CurrentConsistencyHooks()->OnRelease({ObjectKind::kLock, lock->name});
+  auto hooks = CurrentConsistencyHooks();
+  std::string payload = hooks->OnRelease({ObjectKind::kLock, lock->name});
+  std::string knowledge = hooks->Knowledge();
   Actions actions;
   {
     std::lock_guard guard(mutex_);
@@ -395,17 +401,12 @@ void Service::Unlock(Object* lock) {
     if (lock->next >= 0) {
       // Another node asked first: the token goes straight to it. Threads of this node still
       // waiting queue up behind it.
-      wire::SyncMessage grant;
-      grant.set_name(lock->name);
-      grant.add_payloads(std::move(lock->released));
-      lock->released.clear();
-      actions.Send(lock->next, kLockGrant, grant);
-      lock->next = -1;
-      lock->token_here = false;
+      SendTokenLocked(*lock, actions);
       if (!lock->queue.empty() && !lock->requested && !lock->trying) {
         lock->requested = true;
         wire::SyncMessage message;
         message.set_name(lock->name);
+        message.set_knowledge(std::move(knowledge));
         actions.Send(lock->manager, kLockAcquire, message);
       }
     } else {
@@ -427,21 +428,32 @@ void Service::ServeLocalLocked(Object& lock, Actions& actions) {
     actions.Wake(std::move(waiter));
     return;
   }
-  if (lock.next >= 0) {
-    wire::SyncMessage grant;
-    grant.set_name(lock.name);
-    grant.add_payloads(std::move(lock.released));
-    lock.released.clear();
-    actions.Send(lock.next, kLockGrant, grant);
-    lock.next = -1;
-    lock.token_here = false;
+  if (lock.next >= 0) SendTokenLocked(lock, actions);
+}
+
+void Service::SendTokenLocked(Object& lock, Actions& actions) {
+  wire::SyncMessage grant;
+  grant.set_name(lock.name);
+  std::string payload = std::move(lock.released);
+  lock.released.clear();
+  try {
+    payload = CurrentConsistencyHooks()->Trim(std::move(payload), lock.next_knowledge);
+  } catch (const Error& error) {
+    // An untrimmed payload is only larger: the acquirer ignores what it already knows.
+    LogLine(std::string("sync: a lock's payload was sent whole: ") + error.what());
   }
+  grant.add_payloads(std::move(payload));
+  actions.Send(lock.next, kLockGrant, grant);
+  lock.next = -1;
+  lock.next_knowledge.clear();
+  lock.token_here = false;
 }
 
 // A request forwarded by the manager: this node is the one before requester in the queue.
-void Service::ForwardLocked(Object& lock, int requester, Actions& actions) {
+void Service::ForwardLocked(Object& lock, int requester, std::string knowledge, Actions& actions) {
   if (lock.token_here && !lock.held && lock.queue.empty()) {
     lock.next = requester;
+    lock.next_knowledge = std::move(knowledge);
     ServeLocalLocked(lock, actions);
     return;
   }
@@ -450,6 +462,7 @@ void Service::ForwardLocked(Object& lock, int requester, Actions& actions) {
             Rank(lock.next) + "); internal error");
   }
   lock.next = requester;
+  lock.next_knowledge = std::move(knowledge);
 }
 
 void Service::GrantLocked(Object& lock, std::string payload, Actions& actions) {
@@ -511,11 +524,13 @@ bool Service::ManagerLockRequest(int source, const wire::SyncMessage& message,
     int last = managed.last;
     managed.last = source;
     if (last == rank()) {
-      ForwardLocked(ObjectLocked(message.name(), ObjectKind::kLock), source, actions);
+      ForwardLocked(ObjectLocked(message.name(), ObjectKind::kLock), source, message.knowledge(),
+                    actions);
     } else {
       wire::SyncMessage forward;
       forward.set_name(message.name());
       forward.set_requester(source);
+      forward.set_knowledge(message.knowledge());
       actions.Send(last, kLockForward, forward);
     }
     return false;
@@ -825,7 +840,7 @@ void Service::RegisterHandlers() {
     if (to != nullptr) ManagerLockRequest(source, m, *to, a);
   });
   on(kLockForward, [this](int, Msg m, To, Actions& a) {
-    ForwardLocked(ObjectLocked(m.name(), ObjectKind::kLock), m.requester(), a);
+    ForwardLocked(ObjectLocked(m.name(), ObjectKind::kLock), m.requester(), m.knowledge(), a);
   });
   on(kLockProbe, [this](int, Msg m, To, Actions& a) {
     ProbeLocked(ObjectLocked(m.name(), ObjectKind::kLock), m.requester(), a);

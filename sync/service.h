@@ -56,6 +56,7 @@ struct Object {
   bool trying = false;                        // a remote trylock of this node is under way
   int next = -1;                              // the node the token goes to at the next release
   std::string released;                       // the payload of the last release, token at rest
+  std::string next_knowledge;                 // what `next` already knows (its request said)
 };
 
 class Service {
@@ -103,7 +104,10 @@ class Service {
   Object& ObjectLocked(const std::string& name, ObjectKind kind);
   bool ManagerLockRequest(int source, const wire::SyncMessage& message,
                           const std::optional<net::ReplyTo>& try_reply, Actions& actions);
-  void ForwardLocked(Object& lock, int requester, Actions& actions);
+  void ForwardLocked(Object& lock, int requester, std::string knowledge, Actions& actions);
+  // The token leaves for lock.next with the payload of the last release, trimmed to what next
+  // lacks.
+  void SendTokenLocked(Object& lock, Actions& actions);
   void ProbeLocked(Object& lock, int requester, Actions& actions);
   void GrantLocked(Object& lock, std::string payload, Actions& actions);
   void ServeLocalLocked(Object& lock, Actions& actions);

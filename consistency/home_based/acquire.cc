@@ -86,6 +86,16 @@ void HomeBasedProtocol::Refetch(const std::vector<PageId>& pages) {
   FetchAndInstall(by_home);
 }
 
+std::string HomeBasedProtocol::Knowledge() {
+  if (kind_ != HomeBasedKind::kHlrc && kind_ != HomeBasedKind::kLrc) return {};
+  return notices_.Knowledge();
+}
+
+std::string HomeBasedProtocol::Trim(std::string payload, const std::string& knowledge) {
+  if (kind_ != HomeBasedKind::kHlrc && kind_ != HomeBasedKind::kLrc) return payload;
+  return WriteNoticeLog::Trim(payload, knowledge);
+}
+
 std::optional<std::string> HomeBasedProtocol::MergePayloads(std::span<const std::string> payloads) {
   if (kind_ == HomeBasedKind::kHlrc || kind_ == HomeBasedKind::kLrc) {
     return WriteNoticeLog::MergeEncoded(payloads, node_.size());

@@ -73,6 +73,9 @@ class HomeBasedProtocol final : public Protocol {
   std::string OnRelease(const sync::SyncObject& object) override;
   void OnAcquire(const sync::SyncObject& object, std::span<const std::string> payloads) override;
   std::optional<std::string> MergePayloads(std::span<const std::string> payloads) override;
+  // hlrc and lrc: a lock grant leaves out the notices its acquirer already has.
+  std::string Knowledge() override;
+  std::string Trim(std::string payload, const std::string& knowledge) override;
 
  private:
   // This node's state of a page beyond its access (guarded by state_mutex_; a page's entry is

@@ -270,4 +270,27 @@ TEST(WriteNoticesTest, MalformedPayloadsThrow) {
 }
 
 }  // namespace
+// A grant leaves out the notices its acquirer's log names, and only those.
+TEST(WriteNoticeTrimTest, AGrantLeavesOutWhatTheAcquirerKnows) {
+  WriteNoticeLog writer(0, 3);
+  writer.Close(std::vector<PageId>{10, 11});  // interval 1
+  std::string first = writer.Encode();
+  writer.Close(std::vector<PageId>{12});  // interval 2
+  WriteNoticeLog acquirer(1, 3);
+  std::vector<std::string> payloads{first};
+  acquirer.Merge(payloads);  // knows rank 0 up to interval 1
+  std::string trimmed = WriteNoticeLog::Trim(writer.Encode(), acquirer.Knowledge());
+  WriteNoticeLog fresh(2, 3);
+  std::vector<std::string> received{trimmed};
+  WriteNoticeLog::Received got = fresh.Merge(received);
+  EXPECT_EQ(got.pages, std::vector<PageId>{12});
+  EXPECT_EQ(got.senders, std::set<int>{0});
+  // What fresh now knows covers the first payload whole; a node that knows nothing gets it all.
+  EXPECT_LT(WriteNoticeLog::Trim(first, fresh.Knowledge()).size(), first.size());
+  WriteNoticeLog nobody(2, 3);
+  EXPECT_EQ(WriteNoticeLog::Trim(first, nobody.Knowledge()).size(), first.size());
+  EXPECT_EQ(WriteNoticeLog::Trim(first, std::string()), first);
+  EXPECT_THROW(WriteNoticeLog::Trim(first, std::string("\xff\xff", 2)), Error);
+}
+
 }  // namespace lmdx::consistency

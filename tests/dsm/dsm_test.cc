@@ -235,6 +235,45 @@ TEST_P(ProtocolTest, ThreadsOfANodeFaultingOnOnePageShareOneFetch) {
 
 INSTANTIATE_TEST_SUITE_P(Protocols, ProtocolTest, ::testing::ValuesIn(kProtocols), ProtocolName);
 
+// The figure `field` ("sent_frames", "sent_bytes") of message type `type` sent by `rank`.
+long long TrafficOf(const std::string& json, int rank, const std::string& type,
+                    const std::string& field) {
+  std::size_t at = json.find("\"rank\": " + std::to_string(rank) + ",");
+  std::size_t next = json.find("\"rank\": " + std::to_string(rank + 1) + ",", at);
+  at = json.find("\"type\": \"" + type + "\"", at);
+  if (at == std::string::npos || at > next) return 0;
+  at = json.find("\"" + field + "\": \"", at);
+  if (at == std::string::npos) return -1;
+  return std::atoll(json.c_str() + at + field.size() + 5);
+}
+
+// A lock grant leaves out the write notices its acquirer already has (hlrc, lrc): rank 0's
+// notices of 600 pages go to rank 1 once, not with each of the 200 and more grants of the turns
+// after (about 5 KB each).
+class LockGrantTest : public ::testing::TestWithParam<const char*> {
+ private:
+  ScopedEnv protocol_{"LMDX_PROTOCOL", GetParam()};
+};
+
+TEST_P(LockGrantTest, GrantsLeaveOutTheNoticesTheAcquirerHas) {
+  std::string json_path = ScratchFile(std::string("lock_notices_") + GetParam() + ".json");
+  ScopedEnv stats("LMDX_STATS", "1");
+  ScopedEnv json_env("LMDX_STATS_JSON", json_path);
+  JobResult job = RunJob(Checks(), 2, {"lock_notices", "600", "200"});
+  ExpectVerified(job, "lock_notices", 2);
+  std::string json = ReadFile(json_path);
+  long long frames = 0, bytes = 0;
+  for (int rank = 0; rank < 2; ++rank) {
+    frames += TrafficOf(json, rank, "lock-grant", "sent_frames");
+    bytes += TrafficOf(json, rank, "lock-grant", "sent_bytes");
+  }
+  EXPECT_GE(frames, 199) << json;
+  // One grant of about 600 notices, and the rest small.
+  EXPECT_LT(bytes, 20000 + 200 * frames) << "frames " << frames << "\n" << json;
+}
+
+INSTANTIATE_TEST_SUITE_P(Protocols, LockGrantTest, ::testing::Values("hlrc", "lrc"), ProtocolName);
+
 // Under the home-based protocols a FIRST_TOUCH page's home is the node that touched it first, so
 // nodes that fill their own bands write them in place: no twin and no diff anywhere, and each
 // node is the home of its own band's pages (16 per node, and none of the others').

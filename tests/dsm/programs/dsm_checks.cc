@@ -475,6 +475,45 @@ void FirstTouchBands(int pages_per_node) {
   Barrier();
 }
 
+// Run on 2 nodes: rank 0 writes `pages` pages homed on rank 1 and, with no barrier after, the two
+// ranks take turns under a lock `turns` times, each adding to a shared count. Under hlrc and lrc
+// every grant would carry rank 0's notices of those pages, since the last barrier; a grant leaves
+// out what its acquirer already knows, so after the first the notices are not sent again (the
+// test reads the lock grants' bytes).
+void LockNotices(int pages, int turns) {
+  Check(size_ == 2, "lock_notices runs on 2 nodes");
+  const std::size_t words_per_page = 4096 / sizeof(std::uint64_t);
+  const std::size_t total = 2 * static_cast<std::size_t>(pages) * words_per_page;
+  auto* data = Var<std::uint64_t>("lock_notices_data", total);  // block homes: second half on 1
+  auto* state = Var<std::uint64_t>("lock_notices_state", 2);    // turn, count
+  Barrier();
+  if (rank_ == 0) {
+    for (std::size_t i = total / 2; i < total; i += words_per_page) data[i] = Value(0, 2, i);
+  }
+  for (int turn = rank_; turn < turns; turn += 2) {
+    for (;;) {
+      Check(lmdx_lock("lock_notices") == LMDX_OK, "lmdx_lock");
+      if (state[0] == static_cast<std::uint64_t>(turn)) break;
+      Check(lmdx_unlock("lock_notices") == LMDX_OK, "lmdx_unlock");
+    }
+    state[1] += static_cast<std::uint64_t>(turn);
+    state[0] = static_cast<std::uint64_t>(turn) + 1;
+    if (rank_ == 1 && turn == 1) {
+      for (std::size_t i = total / 2; i < total; i += words_per_page) {
+        Check(data[i] == Value(0, 2, i), "page " + std::to_string(i / words_per_page) +
+                                             " written by rank 0 before the lock reads " +
+                                             std::to_string(data[i]));
+      }
+    }
+    Check(lmdx_unlock("lock_notices") == LMDX_OK, "lmdx_unlock");
+  }
+  Barrier();
+  std::uint64_t expected = static_cast<std::uint64_t>(turns) * (turns - 1) / 2;
+  Check(state[1] == expected, "the count under the lock is " + std::to_string(state[1]) +
+                                  " instead of " + std::to_string(expected));
+  Barrier();
+}
+
 // The shared heap runs its own protocol (dsm.heap) beside the variables' default: rank 0 says
 // which protocol keeps each, then every node writes its word of a heap block made by rank 0.
 void HeapProtocol() {
@@ -561,6 +600,8 @@ int Run(int argc, char** argv) {
     FibersSharingAPage(number(2, 2000), number(3, 6));
   } else if (scenario == "scattered") {
     Scattered(static_cast<std::size_t>(number(2, 140000)));
+  } else if (scenario == "lock_notices") {
+    LockNotices(number(2, 600), number(3, 200));
   } else if (scenario == "first_touch_bands") {
     FirstTouchBands(number(2, 16));
   } else if (scenario == "heap_protocol") {
