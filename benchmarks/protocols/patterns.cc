@@ -82,6 +82,7 @@ T* Shared(const char* name, std::size_t count) {
   if (data == nullptr || reinterpret_cast<std::uintptr_t>(data) % kPageBytes != 0) {
     lmdx_abort(
         2, (std::string("shared variable ") + name + " is missing or not page aligned").c_str());
+    std::abort();  // lmdx_abort ends the job; this tells the compiler so
   }
   return static_cast<T*>(data);
 }

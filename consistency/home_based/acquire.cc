@@ -52,7 +52,8 @@ std::vector<PageId> HomeBasedProtocol::Invalidate(const std::vector<PageId>& pag
         AppendDiff(copy.twin.get(), memory_.SystemView(page), memory_.page_bytes(), diff);
         Counters::Add(counters_.diffs_made);
         Counters::Add(counters_.diff_bytes, diff.size());
-        if (!diff.empty()) copy.saved.push_back(std::make_shared<OwnDiff>(0, std::move(diff)));
+        if (!diff.empty())
+          copy.saved.push_back(std::make_shared<OwnDiff>(OwnDiff{0, std::move(diff)}));
         copy.twin.reset();
       }
     }
@@ -73,6 +74,7 @@ void HomeBasedProtocol::Refetch(const std::vector<PageId>& pages) {
   net::NoParkingScope holding_pages;
   Batches by_home;
   std::vector<std::pair<PageId, int>> homes;
+  homes.reserve(pages.size());
   for (PageId page : pages) homes.emplace_back(page, HomeOf(page));
   for (const auto& [page, home] : homes) {
     std::lock_guard lock(table_.StripeMutex(page));

@@ -232,7 +232,8 @@ void HomeBasedProtocol::EndTransition(PageId page, Access access) {
           Diff diff;
           AppendDiff(copy.twin.get(), memory_.SystemView(page), memory_.page_bytes(), diff);
           Counters::Add(counters_.diffs_made);
-          if (!diff.empty()) copy.saved.push_back(std::make_shared<OwnDiff>(0, std::move(diff)));
+          if (!diff.empty())
+            copy.saved.push_back(std::make_shared<OwnDiff>(OwnDiff{0, std::move(diff)}));
           copy.twin.reset();
         }
         Counters::Add(counters_.invalidations_received);

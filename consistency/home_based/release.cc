@@ -187,7 +187,7 @@ HomeBasedProtocol::Flushed HomeBasedProtocol::Flush() {
       bool keep = found != states_.end() && found->second.twin;
       (keep ? kept_writable : read_only).push_back(page);
       if (diff.empty()) continue;
-      auto own = std::make_shared<OwnDiff>(0, std::move(diff));
+      auto own = std::make_shared<OwnDiff>(OwnDiff{0, std::move(diff)});
       if (home == self) {
         written_at_home.push_back(page);
         if (kind_ == HomeBasedKind::kUpdate) home_diffs[-1].emplace_back(page, std::move(own));
