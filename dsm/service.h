@@ -112,9 +112,10 @@ class Service final : public consistency::PageMemory {
   std::function<void(const std::string&)> fatal_;
   std::atomic<std::uint64_t> collective_calls_{0};
 
-  // Rank 0 only: the next free page of the variable area.
+  // Rank 0 only: the next free page of the variable area, and how many large regions it placed.
   std::mutex placement_mutex_;
   PageId next_variable_page_ = 0;
+  std::uint64_t large_regions_placed_ = 0;
 
   std::unique_ptr<FaultHandler> fault_handler_;
 };
