@@ -25,6 +25,7 @@ std::uint64_t WriteNoticeLog::Close(std::span<const PageId> pages) {
   std::uint64_t interval = std::max(next_interval_, newest_received_ + 1);
   next_interval_ = interval + 1;
   for (PageId page : pages) log_[{page, rank_}] = interval;
+  if (!pages.empty()) newest_logged_[static_cast<std::size_t>(rank_)] = interval;
   return interval;
 }
 
@@ -70,6 +71,8 @@ WriteNoticeLog::Received WriteNoticeLog::Merge(std::span<const std::string> payl
       newest_received_ = std::max(newest_received_, interval);
       std::uint64_t& logged = log_[key];
       logged = std::max(logged, interval);
+      std::uint64_t& newest = newest_logged_[static_cast<std::size_t>(writer)];
+      newest = std::max(newest, interval);
       if (writer == rank_) continue;  // this node's own writes are in its own copy
       std::uint64_t& seen = seen_[key];
       if (interval <= seen) continue;
@@ -88,11 +91,11 @@ WriteNoticeLog::Received WriteNoticeLog::Merge(std::span<const std::string> payl
 std::string WriteNoticeLog::Knowledge() const {
   wire::WriterIntervals known;
   std::lock_guard lock(mutex_);
-  known.mutable_newest()->Resize(size_, 0);
-  for (const auto& [key, interval] : log_) {
-    std::uint64_t& newest = *known.mutable_newest()->Mutable(key.second);
-    newest = std::max(newest, interval);
+  if (std::all_of(newest_logged_.begin(), newest_logged_.end(),
+                  [](std::uint64_t interval) { return interval == 0; })) {
+    return {};
   }
+  known.mutable_newest()->Add(newest_logged_.begin(), newest_logged_.end());
   return known.SerializeAsString();
 }
 
@@ -102,23 +105,22 @@ std::string WriteNoticeLog::Trim(const std::string& payload, const std::string& 
   if (!known.ParseFromString(knowledge)) {
     throw Error(LMDX_ERR_INTERNAL, "a malformed summary of write notices");
   }
-  wire::WriteNotices notices = Parse(payload);
-  if (notices.pages_size() != notices.writers_size() ||
-      notices.pages_size() != notices.intervals_size()) {
-    throw Error(LMDX_ERR_INTERNAL, "write notices whose pages, writers and intervals differ");
-  }
-  wire::WriteNotices kept = notices;
-  kept.clear_pages();
-  kept.clear_writers();
-  kept.clear_intervals();
-  for (int i = 0; i < notices.pages_size(); ++i) {
-    int writer = notices.writers(i);
-    bool has =
-        writer >= 0 && writer < known.newest_size() && notices.intervals(i) <= known.newest(writer);
-    if (has) continue;
-    kept.add_pages(notices.pages(i));
+  wire::WriteNotices kept = Parse(payload);
+  // The notices move out, and those the acquirer lacks come back; sender and flags stay.
+  google::protobuf::RepeatedField<std::uint64_t> pages;
+  google::protobuf::RepeatedField<std::int32_t> writers;
+  google::protobuf::RepeatedField<std::uint64_t> intervals;
+  pages.Swap(kept.mutable_pages());
+  writers.Swap(kept.mutable_writers());
+  intervals.Swap(kept.mutable_intervals());
+  for (int i = 0; i < pages.size(); ++i) {
+    int writer = writers[i];
+    if (writer >= 0 && writer < known.newest_size() && intervals[i] <= known.newest(writer)) {
+      continue;
+    }
+    kept.add_pages(pages[i]);
     kept.add_writers(writer);
-    kept.add_intervals(notices.intervals(i));
+    kept.add_intervals(intervals[i]);
   }
   return kept.SerializeAsString();
 }

@@ -33,7 +33,7 @@ namespace lmdx::consistency {
 
 class WriteNoticeLog {
  public:
-  WriteNoticeLog(int rank, int size) : rank_(rank), size_(size) {}
+  WriteNoticeLog(int rank, int size) : rank_(rank), size_(size), newest_logged_(size, 0) {}
 
   // Starts a new interval of this node in which it wrote `pages`; returns its number. A release
   // that wrote nothing opens no interval.
@@ -67,9 +67,10 @@ class WriteNoticeLog {
   // writer) and names all their senders: a barrier's departure then carries one.
   static std::string MergeEncoded(std::span<const std::string> payloads, int size);
 
-  // What this node knows, for a lock request: per writer the newest interval its log names. Any
-  // log that names interval k of a writer holds all of that writer's notices up to k (each came
-  // in a whole log from the writer's release of k, or later), but those every node has.
+  // What this node knows, for a lock request: per writer the newest interval it has logged
+  // (empty while it has logged none). A node that logged interval k of a writer has had all of
+  // that writer's notices up to k (each came in a whole log from the writer's release of k, or
+  // later); those it has since forgotten are known everywhere.
   std::string Knowledge() const;
   // payload (an Encode) without the notices that a node whose Knowledge() was knowledge has.
   // Throws lmdx::Error when either is malformed.
@@ -87,9 +88,10 @@ class WriteNoticeLog {
   int size_;
   mutable std::mutex mutex_;
   std::uint64_t next_interval_ = 1;
-  std::uint64_t newest_received_ = 0;  // the Lamport clock's input
-  std::map<Key, std::uint64_t> log_;   // newest interval known of each (page, writer)
-  std::map<Key, std::uint64_t> seen_;  // newest interval acted on here, for other writers
+  std::uint64_t newest_received_ = 0;         // the Lamport clock's input
+  std::map<Key, std::uint64_t> log_;          // newest interval known of each (page, writer)
+  std::map<Key, std::uint64_t> seen_;         // newest interval acted on here, for other writers
+  std::vector<std::uint64_t> newest_logged_;  // by writer: never lowered (Knowledge)
 };
 
 }  // namespace lmdx::consistency

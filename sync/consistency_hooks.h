@@ -53,6 +53,7 @@ class ConsistencyHooks {
   }
   // What this node already knows of others' releases, small, for a lock request to carry: the
   // node that hands the token over then leaves it out of the payload (Trim). Empty: nothing.
+  // Called under the sync layer's lock when a request leaves: it must be cheap and not block.
   virtual std::string Knowledge() { return {}; }
   // payload without what a node whose Knowledge() was knowledge has already acquired. Runs on
   // the progress thread under the sync layer's lock: it must not block.

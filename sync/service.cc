@@ -117,8 +117,8 @@ struct Service::Actions {
   std::vector<Err> errors;
   std::vector<std::shared_ptr<Waiter>> wakes;
 
-  void Send(int dest, int offset, const wire::SyncMessage& message) {
-    sends.push_back({dest, offset, internal::Frame(message)});
+  void Send(int dest, int offset, wire::SyncMessage message) {
+    sends.push_back({dest, offset, internal::Frame(std::move(message))});
   }
   void Wake(std::shared_ptr<Waiter> waiter, lmdx_error code = LMDX_OK, std::string text = {}) {
     waiter->code = code;
@@ -246,7 +246,6 @@ Service::Managed& Service::ManagedLocked(const std::string& name, ObjectKind kin
 void Service::Lock(Object* lock) {
   auto hooks = CurrentConsistencyHooks();
   const auto self = net::CurrentThreadKey();
-  std::string knowledge = hooks->Knowledge();
   std::shared_ptr<Waiter> waiter;
   Actions actions;
   bool fast = false;
@@ -272,10 +271,7 @@ void Service::Lock(Object* lock) {
       lock->queue.push_back(waiter);
       if (!lock->token_here && !lock->requested && !lock->trying) {
         lock->requested = true;
-        wire::SyncMessage message;
-        message.set_name(lock->name);
-        message.set_knowledge(std::move(knowledge));
-        actions.Send(lock->manager, kLockAcquire, message);
+        RequestLockLocked(*lock, actions);
       }
     }
   }
@@ -320,7 +316,6 @@ void Service::ReleaseLocksOfCaller() {
 bool Service::TryLock(Object* lock) {
   auto hooks = CurrentConsistencyHooks();
   const auto self = net::CurrentThreadKey();
-  std::string knowledge = hooks->Knowledge();
   bool local = false;
   std::string local_payload;
   {
@@ -365,10 +360,7 @@ bool Service::TryLock(Object* lock) {
     } else if (!lock->queue.empty() && !lock->requested && !lock->token_here) {
       // Threads that asked meanwhile left the request to this call; send it now.
       lock->requested = true;
-      wire::SyncMessage message;
-      message.set_name(lock->name);
-      message.set_knowledge(std::move(knowledge));
-      actions.Send(lock->manager, kLockAcquire, message);
+      RequestLockLocked(*lock, actions);
     }
   }
   Run(actions);
@@ -390,9 +382,7 @@ void Service::Unlock(Object* lock) {
     }
   }
   // Only the holder gets here, so the state cannot change under it but for a forwarded request.
-  auto hooks = CurrentConsistencyHooks();
-  std::string payload = hooks->OnRelease({ObjectKind::kLock, lock->name});
-  std::string knowledge = hooks->Knowledge();
+  std::string payload = CurrentConsistencyHooks()->OnRelease({ObjectKind::kLock, lock->name});
   Actions actions;
   {
     std::lock_guard guard(mutex_);
@@ -404,10 +394,7 @@ void Service::Unlock(Object* lock) {
       SendTokenLocked(*lock, actions);
       if (!lock->queue.empty() && !lock->requested && !lock->trying) {
         lock->requested = true;
-        wire::SyncMessage message;
-        message.set_name(lock->name);
-        message.set_knowledge(std::move(knowledge));
-        actions.Send(lock->manager, kLockAcquire, message);
+        RequestLockLocked(*lock, actions);
       }
     } else {
       ServeLocalLocked(*lock, actions);
@@ -431,6 +418,13 @@ void Service::ServeLocalLocked(Object& lock, Actions& actions) {
   if (lock.next >= 0) SendTokenLocked(lock, actions);
 }
 
+void Service::RequestLockLocked(const Object& lock, Actions& actions) {
+  wire::SyncMessage message;
+  message.set_name(lock.name);
+  message.set_knowledge(CurrentConsistencyHooks()->Knowledge());
+  actions.Send(lock.manager, kLockAcquire, std::move(message));
+}
+
 void Service::SendTokenLocked(Object& lock, Actions& actions) {
   wire::SyncMessage grant;
   grant.set_name(lock.name);
@@ -443,7 +437,7 @@ void Service::SendTokenLocked(Object& lock, Actions& actions) {
     LogLine(std::string("sync: a lock's payload was sent whole: ") + error.what());
   }
   grant.add_payloads(std::move(payload));
-  actions.Send(lock.next, kLockGrant, grant);
+  actions.Send(lock.next, kLockGrant, std::move(grant));
   lock.next = -1;
   lock.next_knowledge.clear();
   lock.token_here = false;

@@ -105,6 +105,8 @@ class Service {
   bool ManagerLockRequest(int source, const wire::SyncMessage& message,
                           const std::optional<net::ReplyTo>& try_reply, Actions& actions);
   void ForwardLocked(Object& lock, int requester, std::string knowledge, Actions& actions);
+  // This node joins lock's distributed queue, saying what it knows (ConsistencyHooks::Knowledge).
+  void RequestLockLocked(const Object& lock, Actions& actions);
   // The token leaves for lock.next with the payload of the last release, trimmed to what next
   // lacks.
   void SendTokenLocked(Object& lock, Actions& actions);
