@@ -19,7 +19,7 @@ int HomeBasedTypeBase(HomeBasedKind kind) {
 }  // namespace
 
 struct ProtocolSet::Member {
-  Member(PageMemory& memory) : memory(memory, counters) {}
+  explicit Member(PageMemory& memory) : memory(memory, counters) {}
   Counters counters;
   internal::CountedMemory memory;
   std::unique_ptr<Protocol> protocol;  // declared last: destroyed before what it refers to
@@ -29,7 +29,6 @@ ProtocolSet::ProtocolSet(net::Node& node, PageMemory& memory, PageTable& table, 
   auto add = [&](auto make) {
     auto member = std::make_unique<Member>(memory);
     member->protocol = make(member->memory, member->counters);
-    protocols_.push_back(member->protocol.get());
     members_.push_back(std::move(member));
   };
   add([&](PageMemory& counted, Counters& counters) -> std::unique_ptr<Protocol> {
@@ -46,7 +45,12 @@ ProtocolSet::ProtocolSet(net::Node& node, PageMemory& memory, PageTable& table, 
 
 ProtocolSet::~ProtocolSet() = default;
 
-std::vector<Protocol*> ProtocolSet::All() const { return protocols_; }
+std::vector<Protocol*> ProtocolSet::All() const {
+  std::vector<Protocol*> all;
+  all.reserve(members_.size());
+  for (const auto& member : members_) all.push_back(member->protocol.get());
+  return all;
+}
 
 Counters& ProtocolSet::CountersOf(const Protocol& protocol) const {
   for (const auto& member : members_) {
@@ -58,39 +62,43 @@ Counters& ProtocolSet::CountersOf(const Protocol& protocol) const {
 std::vector<std::string_view> ProtocolSet::Names() { return {"sc", "update", "rc", "lrc", "hlrc"}; }
 
 Protocol* ProtocolSet::Find(std::string_view name) const {
-  for (Protocol* protocol : protocols_) {
-    if (name == protocol->name()) return protocol;
+  for (const auto& member : members_) {
+    if (name == member->protocol->name()) return member->protocol.get();
   }
   return nullptr;
 }
 
 void ProtocolSet::RegisterHandlers(net::Node& node) {
-  for (Protocol* protocol : protocols_) protocol->RegisterHandlers(node);
+  for (const auto& member : members_) member->protocol->RegisterHandlers(node);
+}
+
+std::string ProtocolSet::Gather(const std::function<std::string(Protocol&)>& bytes_of) const {
+  wire::HookPayloads gathered;
+  for (const auto& member : members_) {
+    std::string data = bytes_of(*member->protocol);
+    if (data.empty()) continue;
+    auto* entry = gathered.add_entries();
+    entry->set_protocol(member->protocol->name());
+    entry->set_data(std::move(data));
+  }
+  return gathered.SerializeAsString();  // empty when no protocol had anything
 }
 
 std::string ProtocolSet::OnRelease(const sync::SyncObject& object) {
-  wire::HookPayloads payloads;
-  for (Protocol* protocol : protocols_) {
-    std::string data = protocol->OnRelease(object);
-    if (data.empty()) continue;
-    auto* entry = payloads.add_entries();
-    entry->set_protocol(protocol->name());
-    entry->set_data(std::move(data));
-  }
-  return payloads.SerializeAsString();
+  return Gather([&object](Protocol& protocol) { return protocol.OnRelease(object); });
 }
 
 std::vector<std::vector<std::string>> ProtocolSet::Split(std::span<const std::string> payloads,
                                                          const std::string& where) const {
-  std::vector<std::vector<std::string>> by_protocol(protocols_.size());
+  std::vector<std::vector<std::string>> by_protocol(members_.size());
   for (const std::string& payload : payloads) {
     wire::HookPayloads parsed;
     if (!parsed.ParseFromString(payload)) {
       throw Error(LMDX_ERR_INTERNAL, "a malformed consistency payload with " + where);
     }
     for (auto& entry : *parsed.mutable_entries()) {
-      for (std::size_t i = 0; i < protocols_.size(); ++i) {
-        if (entry.protocol() == protocols_[i]->name()) {
+      for (std::size_t i = 0; i < members_.size(); ++i) {
+        if (entry.protocol() == members_[i]->protocol->name()) {
           by_protocol[i].push_back(std::move(*entry.mutable_data()));
         }
       }
@@ -102,21 +110,13 @@ std::vector<std::vector<std::string>> ProtocolSet::Split(std::span<const std::st
 void ProtocolSet::OnAcquire(const sync::SyncObject& object, std::span<const std::string> payloads) {
   auto by_protocol = Split(
       payloads, std::string(sync::KindName(object.kind)) + " \"" + std::string(object.name) + "\"");
-  for (std::size_t i = 0; i < protocols_.size(); ++i) {
-    protocols_[i]->OnAcquire(object, by_protocol[i]);
+  for (std::size_t i = 0; i < members_.size(); ++i) {
+    members_[i]->protocol->OnAcquire(object, by_protocol[i]);
   }
 }
 
 std::string ProtocolSet::Knowledge() {
-  wire::HookPayloads knowledge;
-  for (Protocol* protocol : protocols_) {
-    std::string data = protocol->Knowledge();
-    if (data.empty()) continue;
-    auto* entry = knowledge.add_entries();
-    entry->set_protocol(protocol->name());
-    entry->set_data(std::move(data));
-  }
-  return knowledge.entries_size() == 0 ? std::string() : knowledge.SerializeAsString();
+  return Gather([](Protocol& protocol) { return protocol.Knowledge(); });
 }
 
 std::string ProtocolSet::Trim(std::string payload, const std::string& knowledge) {
@@ -140,13 +140,13 @@ std::string ProtocolSet::Trim(std::string payload, const std::string& knowledge)
 std::optional<std::string> ProtocolSet::Merge(std::span<const std::string> payloads) {
   auto by_protocol = Split(payloads, "a barrier's arrivals");
   wire::HookPayloads merged;
-  for (std::size_t i = 0; i < protocols_.size(); ++i) {
+  for (std::size_t i = 0; i < members_.size(); ++i) {
     if (by_protocol[i].empty()) continue;
-    std::optional<std::string> one = protocols_[i]->MergePayloads(by_protocol[i]);
+    std::optional<std::string> one = members_[i]->protocol->MergePayloads(by_protocol[i]);
     if (!one) return std::nullopt;
     if (one->empty()) continue;
     auto* entry = merged.add_entries();
-    entry->set_protocol(protocols_[i]->name());
+    entry->set_protocol(members_[i]->protocol->name());
     entry->set_data(std::move(*one));
   }
   return merged.SerializeAsString();

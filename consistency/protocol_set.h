@@ -6,6 +6,7 @@
 #ifndef LMDX_CONSISTENCY_PROTOCOL_SET_H_
 #define LMDX_CONSISTENCY_PROTOCOL_SET_H_
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -46,12 +47,13 @@ class ProtocolSet final : public sync::ConsistencyHooks {
   std::string Trim(std::string payload, const std::string& knowledge) override;
 
  private:
-  // Each payload's entries, by protocol (in protocols_' order).
+  // Each payload's entries, by protocol (in members_' order).
   std::vector<std::vector<std::string>> Split(std::span<const std::string> payloads,
                                               const std::string& where) const;
   struct Member;
+  // One HookPayloads of what bytes_of gives for each protocol, those that give nothing left out.
+  std::string Gather(const std::function<std::string(Protocol&)>& bytes_of) const;
   std::vector<std::unique_ptr<Member>> members_;  // counters and memory view outlive the protocol
-  std::vector<Protocol*> protocols_;
 };
 
 }  // namespace lmdx::consistency

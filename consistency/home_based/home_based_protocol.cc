@@ -89,10 +89,7 @@ void HomeBasedProtocol::ProtectPages(const std::vector<PageId>& sorted_pages, Ac
 
 void HomeBasedProtocol::Obtain(PageId page, Access wanted) {
   const Placement placement = memory_.PlacementOf(page);
-  if (placement.home < 0) {
-    throw Error(LMDX_ERR_INVALID_ARGUMENT, "the address is not in shared memory");
-  }
-  const int home = HomeOf(page, placement);
+  const int home = HomeOf(page, placement);  // throws when the page is not shared
   const bool at_home = home == node_.rank();
   std::unique_lock lock(table_.StripeMutex(page));
   for (;;) {

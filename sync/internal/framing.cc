@@ -2,7 +2,6 @@
 
 #include <memory>
 #include <utility>
-#include <vector>
 
 #include "base/error.h"
 
@@ -11,14 +10,12 @@ namespace lmdx::sync::internal {
 Framed Frame(wire::SyncMessage message) {
   Framed framed;
   if (message.payloads_size() > 0) {
-    std::size_t total = 0;
-    for (const std::string& payload : message.payloads()) total += payload.size();
-    auto bytes = std::make_shared<std::string>();
-    bytes->reserve(total);
     for (const std::string& payload : message.payloads()) {
       message.add_payload_lengths(payload.size());
-      bytes->append(payload);
     }
+    // One payload (a lock grant, a semaphore unit) is moved, not copied; several are joined.
+    auto bytes = std::make_shared<std::string>(std::move(*message.mutable_payloads(0)));
+    for (int i = 1; i < message.payloads_size(); ++i) bytes->append(message.payloads(i));
     message.clear_payloads();
     framed.payload = net::Payload{bytes->data(), bytes->size(), bytes};
   }
