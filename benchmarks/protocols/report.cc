@@ -23,6 +23,16 @@ const RunResult* Find(const std::vector<RunResult>& runs, const std::string& sam
   return nullptr;
 }
 
+// The case's run whether it succeeded or not (a table names the failure); nullptr: not run.
+const RunResult* Attempt(const std::vector<RunResult>& runs, const std::string& sample,
+                         const std::string& protocol, int nodes) {
+  const RunResult* found = nullptr;
+  for (const RunResult& run : runs) {
+    if (run.sample == sample && run.protocol == protocol && run.nodes == nodes) found = &run;
+  }
+  return found;
+}
+
 std::string Fixed(double value, int decimals) {
   char text[64];
   std::snprintf(text, sizeof text, "%.*f", decimals, value);
@@ -134,10 +144,7 @@ std::string MarkdownTable(const ReportSetup& setup, const std::vector<RunResult>
     for (const std::string& protocol : Variants(setup, runs, sample)) {
       for (int nodes : setup.nodes) {
         md << "| " << protocol << " | " << nodes << " | ";
-        const RunResult* r = nullptr;
-        for (const RunResult& run : runs) {
-          if (run.sample == sample && run.protocol == protocol && run.nodes == nodes) r = &run;
-        }
+        const RunResult* r = Attempt(runs, sample, protocol, nodes);
         if (r == nullptr || !r->ok) {
           md << "failed: " << (r ? r->failure : "not run") << " | | | | | | | |\n";
           continue;
@@ -168,10 +175,7 @@ std::string PatternTables(const ReportSetup& setup, const std::vector<RunResult>
     for (const std::string& protocol : setup.protocols) {
       for (int nodes : setup.pattern_nodes) {
         md << "| " << protocol << " | " << nodes << " | ";
-        const RunResult* r = nullptr;
-        for (const RunResult& run : runs) {
-          if (run.sample == pattern && run.protocol == protocol && run.nodes == nodes) r = &run;
-        }
+        const RunResult* r = Attempt(runs, pattern, protocol, nodes);
         if (r == nullptr || !r->ok) {
           md << "failed: " << (r ? r->failure : "not run") << " | | | | | |\n";
           continue;
