@@ -9,6 +9,7 @@
 
 #include "api/internal/runtime_state.h"
 #include "base/log.h"
+#include "threads/scheduler.h"
 
 namespace lmdx::api {
 namespace {
@@ -16,10 +17,24 @@ namespace {
 std::atomic<int> error_mode{LMDX_ERRORS_ARE_FATAL};
 thread_local std::string last_error;
 thread_local int last_error_code = LMDX_OK;
+std::atomic<bool> job_ending{false};
 
 }  // namespace
 
+void MarkJobEnding() { job_ending.store(true, std::memory_order_release); }
+
+void WaitIfTheJobIsEnding() {
+  if (!job_ending.load(std::memory_order_acquire) || threads::Scheduler::Current() == nullptr) {
+    return;
+  }
+  // An LMDX thread: the main thread is tearing the node down and will end the process, so
+  // whatever this thread would do or report now is moot. pause() blocks its worker (and the
+  // worker's other threads, equally moot) with its core free until then.
+  for (;;) ::pause();
+}
+
 void ExitAfterPeerLoss(const std::string& message) {
+  WaitIfTheJobIsEnding();
   net::Node* node = CurrentNode();
   if (node != nullptr && node->info().launcher == "lmdx run") {
     std::this_thread::sleep_for(std::chrono::seconds(2));
@@ -30,6 +45,7 @@ void ExitAfterPeerLoss(const std::string& message) {
 }
 
 int Fail(const char* call, int code, const std::string& message) {
+  WaitIfTheJobIsEnding();
   std::string text = std::string(call) + ": " + message;
   if (error_mode.load(std::memory_order_relaxed) == LMDX_ERRORS_RETURN) {
     last_error = text;

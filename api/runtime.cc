@@ -142,6 +142,14 @@ void ExitAtOnceOffTheMainThread(int status, void*) {
   ::_exit(status);
 }
 
+// Threads style: LMDX threads still running when the job ends end with the process, as POSIX
+// threads do when main returns. The static destructors exit would run next would destroy the
+// node, the DSM and the threads' own stacks under them, so the process leaves at once.
+[[noreturn]] void LeaveUnderRunningThreads(int status) {
+  std::fflush(nullptr);
+  ::_exit(status);
+}
+
 // Threads style, rank 0: the job ends when main returns (or exit is called), with its status.
 void EndJobAtExit(int status, void*) {
   std::lock_guard lock(runtime_mutex);
@@ -152,11 +160,16 @@ void EndJobAtExit(int status, void*) {
     std::fflush(nullptr);
     ::_exit(status);
   }
+  MarkJobEnding();
   ReportStatsIfAsked();
   if (runtime.node->rank() == 0) WarnOfUnusedRegions(config::CurrentSettings());
   current_node.store(nullptr);
   current_ports.store(nullptr);
   runtime.node->EndJob(status);
+  if (threads::Current()->running() > 0) {
+    runtime.own_rendezvous.reset();
+    LeaveUnderRunningThreads(status);
+  }
   dsm::Detach();
   runtime.node.reset();
   runtime.ports.reset();
@@ -201,9 +214,11 @@ int Init(const char* call, Style style) {
     if (node.rank() != 0) {
       // Serve the job until rank 0's main returns, then leave with its status.
       int status = node.ServeUntilShutdown();
+      MarkJobEnding();
       node.AnnounceLeaving(status);
       node.WaitUntilPeerGone(0, std::chrono::seconds(5));
       node.Stop();
+      if (threads::Current()->running() > 0) LeaveUnderRunningThreads(status);
       std::fflush(nullptr);
       std::exit(status);
     }
@@ -223,6 +238,7 @@ net::Ports* CurrentPorts() { return current_ports.load(std::memory_order_acquire
 net::Node& RequireNode(const char* call) {
   net::Node* node = CurrentNode();
   if (node == nullptr) {
+    WaitIfTheJobIsEnding();
     throw Error(LMDX_ERR_NOT_INITIALIZED, ever_initialized
                                               ? "called after lmdx_finalize"
                                               : "called before lmdx_init or lmdx_init_spmd");

@@ -48,6 +48,14 @@ net::Node& RequireNode(const char* call);
 // which is the message the user needs, not this node's view of it.
 [[noreturn]] void ExitAfterPeerLoss(const std::string& message);
 
+// Threads style: set once the job's end has begun (rank 0's main returned or called exit, or
+// another rank was told to shut down). An LMDX thread still running then ends with the process,
+// as a POSIX thread does when main returns: its calls wait for that end instead of failing.
+void MarkJobEnding();
+// Waits for the process to end when the job is ending and the caller is not the main thread;
+// returns at once otherwise.
+void WaitIfTheJobIsEnding();
+
 }  // namespace lmdx::api
 
 #endif  // LMDX_API_INTERNAL_RUNTIME_STATE_H_

@@ -42,6 +42,18 @@ TEST(ThreadsTest, AThreadStartsAndJoinsThreadsOnEveryNode) {
   ExpectVerified(RunJob(Checks(), 4, {"nested"}), "nested", 4);
 }
 
+// Main returns while threads on every node are parked in a semaphore or passing a lock around:
+// the job ends with main's status, as a process with POSIX threads does, and no node tears a
+// running or parked thread down under its worker (which used to abort a node at random).
+TEST(ThreadsTest, ThreadsStillRunningWhenMainReturnsEndWithTheJob) {
+  for (int run = 0; run < 5; ++run) {
+    JobResult job = RunJob(Checks(), 4, {"left_running", "6"});
+    ExpectVerified(job, "left_running", 4);
+    EXPECT_EQ(job.err.find("terminate called"), std::string::npos) << job.err;
+    EXPECT_EQ(job.err.find("after lmdx_finalize"), std::string::npos) << job.err;
+  }
+}
+
 TEST(ThreadsTest, ExitFromDeepInsideAndAJoinFromAnotherNode) {
   ExpectVerified(RunJob(Checks(), 3, {"exit"}), "exit", 3);
 }

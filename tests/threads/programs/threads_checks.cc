@@ -215,6 +215,26 @@ void* WaitForever(void*) {
   lmdx_sema_p("forever");
   return nullptr;
 }
+
+// Two of these per node hand a lock back and forth, so some are ready or running at the end.
+void* TakeTurnsForever(void*) {
+  for (;;) {
+    lmdx_lock("turns");
+    lmdx_unlock("turns");
+  }
+}
+
+// Threads still parked or ready on every node when rank 0's main returns: the job ends with
+// main's status and no node tears a thread down under its worker.
+void LeftRunning(int per_node) {
+  lmdx_sema_init("forever", 0);
+  for (int node = 0; node < lmdx_size(); ++node) {
+    for (int i = 0; i < per_node; ++i) {
+      lmdx_start_thread_on(node, (i % 2 == 0) ? WaitForever : TakeTurnsForever, nullptr);
+    }
+  }
+}
+
 void* WaitToJoin(void* target) {
   lmdx_sema_v("ready");
   lmdx_join_thread(static_cast<lmdx_thread_t>(Number(target)));
@@ -340,6 +360,8 @@ int main(int argc, char** argv) {
     Kill();
   } else if (scenario == "kill_waiting") {
     KillWaiting();
+  } else if (scenario == "left_running") {
+    LeftRunning(number);
   } else if (scenario == "nested") {
     Nested();
   } else if (scenario == "exit") {
