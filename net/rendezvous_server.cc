@@ -82,6 +82,11 @@ class PollingRendezvousServer : public RendezvousServer {
     Wake();
   }
 
+  bool HasJoined(int rank) override {
+    std::lock_guard lock(state_mutex_);
+    return ranks_.at(static_cast<std::size_t>(rank)).joined;
+  }
+
  private:
   void Wake() {
     std::uint64_t one = 1;

@@ -38,6 +38,8 @@ class RendezvousServer {
   // The process of rank is gone. If it never joined, nodes waiting for the job table are told
   // the job cannot start, instead of waiting for ever.
   virtual void NodeGone(int rank) = 0;
+  // Whether rank has joined (its lmdx_init reached the rendezvous), now.
+  virtual bool HasJoined(int rank) = 0;
 };
 
 }  // namespace lmdx::net

@@ -13,6 +13,8 @@ class JobWatch {
   virtual NodeState StateAfterExit(int rank) = 0;
   // The process of rank is gone: nodes still waiting for it to join give up.
   virtual void NodeGone(int rank) = 0;
+  // Whether rank has joined the job yet.
+  virtual bool HasJoined(int rank) = 0;
 };
 
 }  // namespace lmdx::tools

@@ -115,6 +115,9 @@ class Job {
       nodes_.push_back(std::move(node));
     }
     if (spec_.timeout) job_deadline_ = Clock::now() + *spec_.timeout;
+    if (spec_.join_timeout && spec_.watch != nullptr) {
+      join_deadline_ = Clock::now() + *spec_.join_timeout;
+    }
   }
 
   void Out(int fd, std::string_view text) {
@@ -140,7 +143,8 @@ class Job {
   // -1 (wait for an event) when there is none.
   int PollTimeout() const {
     Deadline next;
-    for (const Deadline& d : {job_deadline_, grace_deadline_, kill_deadline_, drain_deadline_}) {
+    for (const Deadline& d :
+         {job_deadline_, join_deadline_, grace_deadline_, kill_deadline_, drain_deadline_}) {
       if (d && (!next || *d < *next)) next = d;
     }
     if (!next) return -1;
@@ -250,6 +254,10 @@ class Job {
         BeginStop();
       }
     }
+    if (join_deadline_ && now >= *join_deadline_) {
+      join_deadline_.reset();
+      CheckEveryNodeJoined();
+    }
     if (grace_deadline_ && now >= *grace_deadline_) BeginStop();
     if (kill_deadline_ && now >= *kill_deadline_) KillRunning();
     if (drain_deadline_ && now >= *drain_deadline_) {
@@ -264,6 +272,18 @@ class Job {
     }
   }
 
+  // The lowest rank still running that has not joined is named; the rest are stopped with it.
+  void CheckEveryNodeJoined() {
+    if (stopping_) return;
+    for (std::size_t rank = 0; rank < nodes_.size(); ++rank) {
+      int r = static_cast<int>(rank);
+      if (!nodes_[rank]->process.running() || spec_.watch->HasJoined(r)) continue;
+      not_joined_rank_ = r;
+      BeginStop();
+      return;
+    }
+  }
+
   const ExitStatus& StatusOf(int rank) const {
     return *nodes_[static_cast<std::size_t>(rank)]->process.status();
   }
@@ -274,6 +294,13 @@ class Job {
   }
 
   int Finish() {
+    if (not_joined_rank_) {
+      return Report("rank " + std::to_string(*not_joined_rank_) + " did not join the job within " +
+                        SecondsText(*spec_.join_timeout) +
+                        " s (it has not called lmdx_init; --join-timeout sets the limit, 0 "
+                        "waits for ever); the job was stopped",
+                    1);
+    }
     if (timed_out_) {
       return Report("the job did not finish within " + SecondsText(*spec_.timeout) + " s; stopped",
                     124);
@@ -310,8 +337,10 @@ class Job {
   bool stderr_broken_ = false;
   std::optional<int> stop_signal_;
   std::optional<int> failed_rank_;
+  std::optional<int> not_joined_rank_;
   std::string failure_detail_;  // appended to the failed rank's exit, e.g. " before the job ended"
   Deadline job_deadline_;
+  Deadline join_deadline_;
   Deadline grace_deadline_;
   Deadline kill_deadline_;
   Deadline drain_deadline_;

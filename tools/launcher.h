@@ -19,6 +19,9 @@ struct LaunchSpec {
   int nodes = 1;
   bool tag_output = false;  // prefix each forwarded line with "[rank] "
   std::optional<std::chrono::milliseconds> timeout;
+  // With a watch: a node still running that has not joined within this time is named and the
+  // job stopped (it never called lmdx_init, or hangs before it); none waits for ever.
+  std::optional<std::chrono::milliseconds> join_timeout;
   // "NAME=value" entries every node gets on top of the launcher's environment (the job secret,
   // the rendezvous address, the job id). LMDX_RANK and LMDX_SIZE are added per node.
   std::vector<std::string> job_env;
@@ -41,7 +44,7 @@ struct LaunchTimings {
 
 // Runs a job of spec.nodes processes on this machine and returns the launcher's exit status:
 // 0 when every node exited 0; the failing node's status (128 + signal when killed) when one
-// failed, after stopping the others; 124 on timeout; 128 + signal when the launcher was asked to
+// failed, after stopping the others; 124 on timeout; 1 when a node did not join in time; 128 + signal when the launcher was asked to
 // stop (SIGINT: 130, SIGTERM: 143). Prints one line on stderr naming the cause of any failure.
 // `signals` must watch SIGCHLD, SIGINT, SIGTERM and SIGHUP and exist before any thread starts.
 int RunJob(const LaunchSpec& spec, SignalWatch& signals, const LaunchTimings& timings = {});

@@ -49,4 +49,6 @@ JobWatch::NodeState LocalJob::StateAfterExit(int rank) {
 
 void LocalJob::NodeGone(int rank) { rendezvous_->NodeGone(rank); }
 
+bool LocalJob::HasJoined(int rank) { return rendezvous_->HasJoined(rank); }
+
 }  // namespace lmdx::tools

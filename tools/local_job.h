@@ -24,6 +24,7 @@ class LocalJob : public JobWatch {
   // JobWatch, answered by the rendezvous server.
   NodeState StateAfterExit(int rank) override;
   void NodeGone(int rank) override;
+  bool HasJoined(int rank) override;
 
  private:
   std::string id_;

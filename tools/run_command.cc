@@ -21,7 +21,7 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions& options) {
   CLI::App* run = app.add_subcommand("run", "Run a sample or an LMDX program on N local nodes");
   run->footer(
       "lmdx run NAME|PATH [-n N] [--protocol P] [--stats] [--tag-output] [--timeout SECONDS]\n"
-      "         [--config FILE] [-- ARGS...]\n"
+      "         [--join-timeout SECONDS] [--config FILE] [-- ARGS...]\n"
       "NAME (no slash) is a sample, built as bazel-bin/samples/NAME/NAME; PATH is any "
       "executable.\nWhen a node dies the others are stopped and the launcher exits non-zero, "
       "naming the rank and the cause.\nThe configuration file (docs/configuration.md) is checked "
@@ -39,6 +39,11 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions& options) {
   run->add_flag("--show-transports", options.show_transports,
                 "rank 0 prints which network each pair of nodes uses, once all have joined");
   run->add_option("--timeout", options.timeout, "stop the job after this many seconds (exit 124)")
+      ->type_name("SECONDS");
+  run->add_option("--join-timeout", options.join_timeout,
+                  "stop the job, naming the rank, when a node has not joined (called lmdx_init) "
+                  "after this many seconds; 0 waits for ever (default " +
+                      std::to_string(kDefaultJoinTimeout.count()) + ", or LMDX_JOIN_TIMEOUT)")
       ->type_name("SECONDS");
   run->add_option("--protocol", options.protocol,
                   "default consistency protocol of every node: sc, update, rc, lrc or hlrc "
@@ -62,14 +67,37 @@ int ParseNodeCount(const std::string& text) {
   return value;
 }
 
-std::chrono::milliseconds ParseTimeout(const std::string& text) {
+namespace {
+
+// Seconds as text (fractions allowed) in milliseconds, rounded up; nullopt when not a finite
+// number of at least min_seconds.
+std::optional<std::chrono::milliseconds> ParseSeconds(const std::string& text, double min_seconds,
+                                                      bool min_allowed) {
   double seconds = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
   if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(seconds) ||
-      seconds <= 0) {
-    throw UsageError("--timeout needs a positive number of seconds, not '" + text + "'");
+      seconds < min_seconds || (!min_allowed && seconds == min_seconds) || seconds > 1e9) {
+    return std::nullopt;
   }
   return std::chrono::milliseconds(static_cast<long long>(std::ceil(seconds * 1000)));
+}
+
+}  // namespace
+
+std::chrono::milliseconds ParseTimeout(const std::string& text) {
+  auto value = ParseSeconds(text, 0, false);
+  if (!value) throw UsageError("--timeout needs a positive number of seconds, not '" + text + "'");
+  return *value;
+}
+
+std::optional<std::chrono::milliseconds> ParseJoinTimeout(const std::string& text,
+                                                          const std::string& source) {
+  auto value = ParseSeconds(text, 0, true);
+  if (!value) {
+    throw UsageError(source + " needs a number of seconds (0 for no limit), not '" + text + "'");
+  }
+  if (value->count() == 0) return std::nullopt;
+  return value;
 }
 
 void CheckProtocolName(const std::string& protocol) {
@@ -173,6 +201,12 @@ int RunCommand(const RunOptions& options, const Paths& paths) {
   // Before anything is started: a mistake in the configuration starts no node.
   std::string config_file = CheckConfiguration(config_option, &spec.nodes);
   if (!options.timeout.empty()) spec.timeout = ParseTimeout(options.timeout);
+  spec.join_timeout = kDefaultJoinTimeout;
+  if (!options.join_timeout.empty()) {
+    spec.join_timeout = ParseJoinTimeout(options.join_timeout, "--join-timeout");
+  } else if (const char* env = std::getenv("LMDX_JOIN_TIMEOUT"); env != nullptr && *env != 0) {
+    spec.join_timeout = ParseJoinTimeout(env, "LMDX_JOIN_TIMEOUT");
+  }
   spec.program = ResolveProgram(options.target, paths).string();
   spec.args = options.args;
   spec.tag_output = options.tag_output;

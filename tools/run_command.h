@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@ struct RunOptions {
   std::string target;
   std::string nodes;  // text, so that "-n abc" gets our message rather than the parser's
   std::string timeout;
+  std::string join_timeout;  // --join-timeout SECONDS; "" = LMDX_JOIN_TIMEOUT, else the default
   std::string config;  // --config FILE; "" = LMDX_CONFIG's file, if that is set
   bool tag_output = false;
   bool show_transports = false;
@@ -33,6 +35,12 @@ inline constexpr int kDefaultNodes = 4;
 int ParseNodeCount(const std::string& text);
 // Parses --timeout: seconds, a positive number (fractions allowed). Throws UsageError.
 std::chrono::milliseconds ParseTimeout(const std::string& text);
+// How long a node may take to join before the launcher names it and stops the job.
+inline constexpr std::chrono::seconds kDefaultJoinTimeout{30};
+// Parses --join-timeout (or LMDX_JOIN_TIMEOUT): seconds, 0 for no limit (nullopt). Throws
+// UsageError naming `source`.
+std::optional<std::chrono::milliseconds> ParseJoinTimeout(const std::string& text,
+                                                          const std::string& source);
 // Checks --protocol: one of the protocols this LMDX has. Throws UsageError naming them.
 void CheckProtocolName(const std::string& protocol);
 

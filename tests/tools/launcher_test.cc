@@ -28,6 +28,7 @@ std::string Lmdx() { return TestBinary("LMDX_TOOL_BIN"); }
 std::string PrintLines() { return TestBinary("PRINT_LINES_BIN"); }
 std::string PrintEnv() { return TestBinary("PRINT_ENV_BIN"); }
 std::string Misbehave() { return TestBinary("MISBEHAVE_BIN"); }
+std::string LateJoin() { return TestBinary("LATE_JOIN_BIN"); }
 
 // The launcher's own messages: stderr lines that start with "lmdx run:".
 std::vector<std::string> LauncherLines(const Outcome& outcome) {
@@ -242,6 +243,48 @@ TEST(LauncherTest, TimeoutStopsTheJob) {
   ExpectAllGone(dir.Pids());
 }
 
+// Nodes that never call lmdx_init (here: no LMDX at all) are named once the join timeout passes.
+TEST(LauncherTest, ANodeThatNeverJoinsIsNamedAtTheJoinTimeout) {
+  PidDir dir;
+  Outcome outcome = RunProcess({Lmdx(), "run", Misbehave(), "-n", "2", "--join-timeout", "0.5",
+                                "--", dir.path(), "-1", "none", "0"},
+                               {}, seconds(20));
+  ASSERT_FALSE(outcome.timed_out);
+  EXPECT_GE(outcome.elapsed, milliseconds(500));
+  EXPECT_LT(outcome.elapsed, seconds(4));
+  EXPECT_EQ(outcome.code, 1);
+  EXPECT_EQ(LauncherLines(outcome),
+            std::vector<std::string>{
+                "lmdx run: rank 0 did not join the job within 0.5 s (it has not called "
+                "lmdx_init; --join-timeout sets the limit, 0 waits for ever); the job was "
+                "stopped"});
+  ExpectAllGone(dir.Pids());
+}
+
+// LMDX nodes that joined wait at the rendezvous for the late one; it is the one named, and the
+// others are stopped with it. One that joins within the limit is not.
+TEST(LauncherTest, OnlyTheRankThatIsLateToJoinIsNamed) {
+  Outcome late = RunProcess({Lmdx(), "run", LateJoin(), "-n", "3", "--join-timeout", "1", "--",
+                             "2", "60000"},
+                            {}, seconds(30));
+  ASSERT_FALSE(late.timed_out);
+  EXPECT_LT(late.elapsed, seconds(6));
+  EXPECT_EQ(late.code, 1);
+  ASSERT_EQ(LauncherLines(late).size(), 1U) << late.err;
+  EXPECT_EQ(LauncherLines(late)[0].rfind("lmdx run: rank 2 did not join the job within 1 s", 0), 0U)
+      << late.err;
+  Outcome in_time =
+      RunProcess({Lmdx(), "run", LateJoin(), "-n", "3", "--join-timeout", "5", "--", "2", "300"},
+                 {}, seconds(30));
+  EXPECT_EQ(in_time.code, 0) << in_time.err;
+  EXPECT_EQ(in_time.out, "joined\n");
+  Outcome from_env = RunProcess({Lmdx(), "run", LateJoin(), "-n", "2", "--", "1", "60000"},
+                                {"LMDX_JOIN_TIMEOUT=0.5"}, seconds(30));
+  EXPECT_EQ(from_env.code, 1);
+  EXPECT_NE(from_env.err.find("rank 1 did not join the job within 0.5 s"), std::string::npos)
+      << from_env.err;
+}
+
 TEST(LauncherTest, SigintStopsEveryNode) {
   for (int sig : {SIGINT, SIGTERM}) {
     PidDir dir;
@@ -284,6 +327,8 @@ TEST(LauncherTest, BadArgumentsGiveClearErrors) {
       {{"run", bin, "-n", "abc"}, "-n needs a whole number of nodes from 1 to 1024, not 'abc'"},
       {{"run", bin, "-n", "2x"}, "not '2x'"},
       {{"run", bin, "-n", "2", "--timeout", "-1"}, "--timeout needs a positive number"},
+      {{"run", bin, "-n", "2", "--join-timeout", "soon"},
+       "--join-timeout needs a number of seconds (0 for no limit), not 'soon'"},
       {{"run", "./no/such/program", "-n", "2"}, "no such program: ./no/such/program"},
       {{"run", data, "-n", "1"}, data + " is not an executable file"},
       {{"run", bin, "-n", "2", "--bogus"},

@@ -54,6 +54,15 @@ TEST(RunCommandTest, Timeout) {
   }
 }
 
+TEST(RunCommandTest, JoinTimeout) {
+  EXPECT_EQ(ParseJoinTimeout("30", "--join-timeout"), milliseconds(30000));
+  EXPECT_EQ(ParseJoinTimeout("0.5", "--join-timeout"), milliseconds(500));
+  EXPECT_EQ(ParseJoinTimeout("0", "--join-timeout"), std::nullopt);
+  for (const char* bad : {"-1", "x", "", "2s", "inf", "nan"}) {
+    EXPECT_THROW(ParseJoinTimeout(bad, "LMDX_JOIN_TIMEOUT"), UsageError) << bad;
+  }
+}
+
 class ResolveProgramTest : public ::testing::Test {
  protected:
   void SetUp() override {
