@@ -212,7 +212,9 @@ int Init(const char* call, Style style) {
   threads::Current()->Open();  // now threads placed here may run
   if (style == Style::kThreads) {
     if (node.rank() != 0) {
-      // Serve the job until rank 0's main returns, then leave with its status.
+      // Serve the job until rank 0's main returns, then leave with its status. Serving is not
+      // running the program: the hang watch must not wait for this thread.
+      net::wait_board::NotAProgramThread();
       int status = node.ServeUntilShutdown();
       MarkJobEnding();
       node.AnnounceLeaving(status);

@@ -788,7 +788,8 @@ std::uint64_t Service::PostLocked(Group& group, const std::shared_ptr<Op>& op, A
 }
 
 void Service::Await(Group& group, std::uint64_t seq, const std::shared_ptr<Op>& op) {
-  op->done.Wait();
+  net::WaitReason reason{"a collective of group", group.name};
+  op->done.Wait(&reason);
   {
     std::lock_guard guard(mutex_);
     auto it = group.slots.find(seq);
@@ -959,7 +960,8 @@ Received Service::Receive(Group& group, void* buffer, std::size_t capacity) {
     posted->lease = Lease(buffer, posted->released);
     group.posted.push_back(posted);
   }
-  posted->done.Wait();
+  net::WaitReason reason{"lmdx_group_recv on group", group.name};
+  posted->done.Wait(&reason);
   posted->lease.reset();
   posted->released.Wait();
   if (posted->code != LMDX_OK) throw Error(posted->code, posted->text);

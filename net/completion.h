@@ -8,6 +8,8 @@
 #include <mutex>
 #include <optional>
 
+#include "net/wait_board.h"
+
 namespace lmdx::net {
 
 class Completion;
@@ -84,19 +86,21 @@ class Completion {
   }
   enum class Outcome { kDone, kTimedOut, kInterrupted };
 
-  void Wait() {
-    if (ParkedWait(std::nullopt, /*interruptible=*/false)) return;
-    DriveBriefly();
-    std::unique_lock lock(mutex_);
-    ready_.wait(lock, [this] { return done(); });
+  // reason names the wait in a hang report (net/wait_board.h); it lives as long as the call.
+  void Wait(const WaitReason* reason = nullptr) {
+    if (done()) return;
+    wait_board::Waiting waiting(reason);
+    WaitUntilDone();
   }
   // Wait, except that a user-level thread killed while it waits stops waiting and gets false.
   // The caller then withdraws what it waited for (a queued lock request, a posted receive), or,
   // when it is too late for that, waits on with Wait. An OS thread is never interrupted.
-  bool WaitUnlessInterrupted() {
+  bool WaitUnlessInterrupted(const WaitReason* reason = nullptr) {
+    if (done()) return true;
+    wait_board::Waiting waiting(reason);
     std::optional<Outcome> parked = ParkedWait(std::nullopt, /*interruptible=*/true);
     if (parked) return *parked == Outcome::kDone;
-    Wait();
+    WaitUntilDone();
     return true;
   }
   // False when the time ran out first. A user-level thread parks until then; an OS thread polls
@@ -116,6 +120,13 @@ class Completion {
   bool done() const { return done_.load(std::memory_order_acquire); }
 
  private:
+  void WaitUntilDone() {
+    if (ParkedWait(std::nullopt, /*interruptible=*/false)) return;
+    DriveBriefly();
+    std::unique_lock lock(mutex_);
+    ready_.wait(lock, [this] { return done(); });
+  }
+
   // A user-level thread lets the others of its worker run rather than poll the network: it parks
   // until done, the deadline or (when interruptible) its kill. nullopt for a plain OS thread,
   // which waits in the caller's own way.

@@ -63,7 +63,8 @@ Mailbox::Result Mailbox::Receive(int source, int tag, void* buffer, std::size_t 
     if (!wait) return Result{1, -1, -1, 0, {}};
     posted_.push_back(&posted);
   }
-  if (!posted.done.WaitUnlessInterrupted()) {
+  WaitReason reason{"lmdx_recv", {}, source};
+  if (!posted.done.WaitUnlessInterrupted(&reason)) {
     std::lock_guard lock(mutex_);
     auto it = std::find(posted_.begin(), posted_.end(), &posted);
     if (it != posted_.end() && !posted.claimed) {
@@ -72,7 +73,7 @@ Mailbox::Result Mailbox::Receive(int source, int tag, void* buffer, std::size_t 
     }
     // A message is being read into the buffer already: the receive completes.
   }
-  posted.done.Wait();
+  posted.done.Wait(&reason);
   return posted.result;
 }
 

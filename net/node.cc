@@ -72,16 +72,24 @@ Node::Node(const BootstrapInfo& info, const Setup& before_join)
           static_cast<std::size_t>(std::max(info.size, 1)))),
       lost_(static_cast<std::size_t>(info.size)) {
   SetLogRank(info_.rank);
+  // Read first: a value it does not understand stops this node before any peer waits for it.
+  HangWatch::Options watch_options = HangWatch::Options::FromEnvironment();
   engine_.Start();
   Completion::SetDriver(&engine_);
   StartTransports();
   RegisterBuiltinHandlers();
   if (before_join) before_join(*this);
   JoinThroughRendezvous();
+  if (info_.rank == 0) {
+    hang_watch_ = std::make_unique<HangWatch>(*this, watch_options);
+  } else {
+    IgnoreSigquitUnlessHandled();
+  }
 }
 
 Node::~Node() {
   Stop();
+  hang_watch_.reset();
   Completion::SetDriver(nullptr);
 }
 
@@ -288,6 +296,7 @@ void Node::AnnounceLeaving(std::optional<int> status) {
 }
 
 void Node::RegisterBuiltinHandlers() {
+  HangWatch::RegisterHandler(*this);
   Handle(MessageType::kShutdown, [this](InboundMessage& message, const ReplyTo* reply_to) {
     wire::Shutdown shutdown;
     shutdown.ParseFromString(message.body);
@@ -549,9 +558,11 @@ std::unique_ptr<Node::PendingRequest> Node::StartRequest(int dest, MessageType t
 
 std::optional<InboundMessage> Node::RequestUnlessInterrupted(int dest, MessageType type,
                                                              std::string body,
-                                                             LateReply on_late_reply) {
+                                                             LateReply on_late_reply,
+                                                             const WaitReason* reason) {
   auto pending = StartRequest(dest, type, std::move(body));
-  if (!pending->done.WaitUnlessInterrupted()) {
+  WaitReason reply{"a reply to", MessageTypeName(type), dest};
+  if (!pending->done.WaitUnlessInterrupted(reason != nullptr ? reason : &reply)) {
     {
       std::lock_guard lock(requests_mutex_);
       if (requests_.erase(pending->id) != 0) {
@@ -565,7 +576,8 @@ std::optional<InboundMessage> Node::RequestUnlessInterrupted(int dest, MessageTy
 }
 
 InboundMessage Node::Await(PendingRequest& pending) {
-  pending.done.Wait();
+  WaitReason reason{"a reply to", MessageTypeName(pending.type), pending.dest};
+  pending.done.Wait(&reason);
   if (pending.error != LMDX_OK) throw Error(pending.error, pending.error_text);
   if (pending.reply.header.flags & kFlagError) {
     wire::ErrorReply error;
@@ -620,6 +632,7 @@ std::uint8_t* Node::PlacePayload(const FrameHeader& header, const std::string& b
 }
 
 void Node::OnMessage(InboundMessage message) {
+  if (message.header.type != MessageType::kWaitReport) wait_board::NoteTraffic();
   TypeCounters& counters = type_counters_[static_cast<std::size_t>(message.header.type)];
   counters.received_frames.fetch_add(1, std::memory_order_relaxed);
   counters.received_bytes.fetch_add(message.header.body_length + message.header.payload_length,
@@ -795,6 +808,7 @@ void Node::Finalize() {
 
 void Node::Stop() {
   if (stopped_.exchange(true)) return;
+  if (hang_watch_) hang_watch_->Stop();
   Completion::SetDriver(nullptr);
   ending_.store(true, std::memory_order_release);
   const char* stats = std::getenv("LMDX_TRANSPORT_STATS");

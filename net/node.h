@@ -18,6 +18,7 @@
 #include "base/fd.h"
 #include "net/bootstrap.h"
 #include "net/completion.h"
+#include "net/hang_watch.h"
 #include "net/mailbox.h"
 #include "net/message.h"
 #include "net/progress_engine.h"
@@ -131,8 +132,10 @@ class Node : public TransportHost {
   // block): the caller's way to give back what the request obtained (a semaphore's unit).
   // A reply that came before the kill is returned as usual.
   using LateReply = std::function<void(InboundMessage& reply)>;
+  // reason names the wait in a hang report (default: a reply to the type from dest).
   std::optional<InboundMessage> RequestUnlessInterrupted(int dest, MessageType type,
-                                                         std::string body, LateReply on_late_reply);
+                                                         std::string body, LateReply on_late_reply,
+                                                         const WaitReason* reason = nullptr);
 
   // Traffic of this node by message type (self-sends included), for statistics.
   const TypeCounters& counters(MessageType type) const {
@@ -196,6 +199,7 @@ class Node : public TransportHost {
   void RegisterBuiltinHandlers();
 
   BootstrapInfo info_;
+  std::unique_ptr<HangWatch> hang_watch_;  // rank 0 only
   ProgressEngine engine_;
   Mailbox mailbox_;
   // A transport and the frames it delivered per source rank.

@@ -112,7 +112,8 @@ std::unique_ptr<PortMessage> Ports::Receive(Port* port, std::chrono::millisecond
   if (!message) {
     bool interrupted = false;
     if (timeout.count() < 0) {
-      interrupted = !waiter.done.WaitUnlessInterrupted();
+      WaitReason reason{"a receive on port", port->name};
+      interrupted = !waiter.done.WaitUnlessInterrupted(&reason);
     } else {
       interrupted =
           waiter.done.WaitForUnlessInterrupted(timeout) == Completion::Outcome::kInterrupted;

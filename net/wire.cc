@@ -99,6 +99,7 @@ const char* MessageTypeName(MessageType type) {
     case MessageType::kError: return "error";
     case MessageType::kPing: return "ping";
     case MessageType::kLeave: return "leave";
+    case MessageType::kWaitReport: return "wait-report";
     default: return "other";
   }
 }

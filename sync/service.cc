@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "net/wait_board.h"
 #include "sync/internal/framing.h"
 #include "sync/names.h"
 #include "sync/sync.pb.h"
@@ -179,8 +180,8 @@ void Service::OnPeerLost(const std::string& why) {
   Run(actions);
 }
 
-void Service::WaitFor(Waiter& waiter) {
-  waiter.done.Wait();
+void Service::WaitFor(Waiter& waiter, const net::WaitReason& reason) {
+  waiter.done.Wait(&reason);
   if (waiter.code != LMDX_OK) throw Error(waiter.code, waiter.text);
 }
 
@@ -280,7 +281,8 @@ void Service::Lock(Object* lock) {
     return;
   }
   Run(actions);
-  if (!waiter->done.WaitUnlessInterrupted()) {
+  net::WaitReason reason{"lock", lock->name};
+  if (!waiter->done.WaitUnlessInterrupted(&reason)) {
     std::lock_guard guard(mutex_);
     auto queued = std::find(lock->queue.begin(), lock->queue.end(), waiter);
     if (queued != lock->queue.end()) {
@@ -289,7 +291,7 @@ void Service::Lock(Object* lock) {
     }
     // Granted meanwhile: the thread holds the lock, and its end releases it.
   }
-  WaitFor(*waiter);
+  WaitFor(*waiter, reason);
   hooks->OnAcquire({ObjectKind::kLock, lock->name}, waiter->payloads);
 }
 
@@ -579,13 +581,14 @@ void Service::Barrier(Object* barrier) {
   Actions actions;
   actions.Send(barrier->manager, kBarrierArrive, message);
   Run(actions);
-  if (!waiter->done.WaitUnlessInterrupted()) {
+  net::WaitReason reason{"barrier", barrier->name};
+  if (!waiter->done.WaitUnlessInterrupted(&reason)) {
     // The arrival counts: the others go on when the barrier fills, and its release for this
     // waiter finds no one.
     std::lock_guard guard(mutex_);
     if (waiters_.erase(id) != 0) throw Killed(*barrier);
   }
-  WaitFor(*waiter);
+  WaitFor(*waiter, reason);
   passes[barrier] = waiter->round + 1;
   hooks->OnAcquire({ObjectKind::kBarrier, barrier->name, waiter->round}, waiter->payloads);
 }
@@ -696,7 +699,7 @@ void Service::BarrierAll() {
     AllTryAdvanceLocked(all_epoch_, actions);
   }
   Run(actions);
-  WaitFor(*waiter);
+  WaitFor(*waiter, net::WaitReason{"lmdx_barrier_all"});
   hooks->OnAcquire({ObjectKind::kBarrier, kBarrierAllName, waiter->round}, waiter->payloads);
 }
 
@@ -777,8 +780,9 @@ void Service::SemaP(Object* sema) {
       DebugLine(std::string("sync: a unit could not be given back: ") + error.what());
     }
   };
+  net::WaitReason reason{"semaphore", sema->name};
   std::optional<net::InboundMessage> answer = node_.RequestUnlessInterrupted(
-      sema->manager, TypeOf(kSemaP), message.SerializeAsString(), give_back);
+      sema->manager, TypeOf(kSemaP), message.SerializeAsString(), give_back, &reason);
   if (!answer) throw Killed(*sema);
   wire::SyncMessage reply = internal::Unframe(*answer);
   CurrentConsistencyHooks()->OnAcquire({ObjectKind::kSemaphore, sema->name}, PayloadsOf(reply));
@@ -995,7 +999,60 @@ void Service::RegisterHandlers() {
 
 // ---- The node's service ------------------------------------------------------------------------
 
+// The hang report's lines about what this node's sync objects are doing.
+void Service::Describe(std::vector<std::string>& lines) {
+  auto ranks_text = [](const auto& ranks) {
+    std::string text;
+    for (int r : ranks) text += (text.empty() ? "" : ", ") + std::to_string(r);
+    return text;
+  };
+  std::lock_guard guard(mutex_);
+  for (const auto& [name, object] : objects_) {
+    if (object->kind != ObjectKind::kLock || !object->held) continue;
+    std::string line = "holds lock \"" + name + "\" (" + net::wait_board::ThreadName(object->holder) + ")";
+    if (!object->queue.empty()) {
+      line += "; " + std::to_string(object->queue.size()) + " more of its threads wait for it";
+    }
+    lines.push_back(std::move(line));
+  }
+  for (const auto& [name, managed] : managed_) {
+    if (managed->kind == ObjectKind::kBarrier && managed->arrived > 0) {
+      std::set<int> ranks;
+      for (const auto& [node, ids] : managed->waiting) {
+        if (!ids.empty()) ranks.insert(node);
+      }
+      std::string count = managed->count > 0 ? " of " + std::to_string(managed->count) : "";
+      std::string line = "manages barrier \"" + name + "\": " + std::to_string(managed->arrived) +
+                         count + " arrived (from ranks " + ranks_text(ranks) + ")";
+      if (managed->count == 0) line += "; it was never initialized (lmdx_barrier_init)";
+      lines.push_back(std::move(line));
+    }
+    if (managed->kind == ObjectKind::kSemaphore && !managed->p_waiters.empty()) {
+      std::set<int> ranks;
+      for (const net::ReplyTo& to : managed->p_waiters) ranks.insert(to.dest);
+      std::string line = "manages semaphore \"" + name + "\": " +
+                         std::to_string(managed->p_waiters.size()) +
+                         " waiting in lmdx_sema_p (from ranks " + ranks_text(ranks) + "), no unit";
+      if (!managed->sema_ready) line += "; it was never initialized (lmdx_sema_init)";
+      lines.push_back(std::move(line));
+    }
+  }
+}
+
 void Attach(net::Node& node) {
+  // One describer for the process; it asks whichever service is current.
+  static const bool described = [] {
+    net::wait_board::AddDescriber([](std::vector<std::string>& lines) {
+      std::shared_ptr<Service> service;
+      {
+        std::lock_guard lock(current_mutex);
+        service = current_service;
+      }
+      if (service) service->Describe(lines);
+    });
+    return true;
+  }();
+  static_cast<void>(described);
   auto service = std::make_shared<Service>(node);
   service->RegisterHandlers();
   node.AddPeerLostObserver([service](int, const std::string& why) { service->OnPeerLost(why); });

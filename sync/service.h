@@ -94,6 +94,10 @@ class Service {
   // have been the lost node's to send.
   void OnPeerLost(const std::string& why);
 
+  // Adds a line for each lock a thread of this node holds, and for each barrier and semaphore
+  // this node manages that has threads waiting (net/wait_board.h's hang report).
+  void Describe(std::vector<std::string>& lines);
+
  private:
   struct Managed;
   struct Actions;
@@ -124,7 +128,7 @@ class Service {
 
   void Handle(int offset, net::Node::Handler handler);
   std::shared_ptr<Waiter> NewWaiterLocked(std::uint64_t& id);
-  void WaitFor(Waiter& waiter);
+  void WaitFor(Waiter& waiter, const net::WaitReason& reason);
 
   net::Node& node_;
   std::mutex mutex_;

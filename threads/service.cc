@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "net/wait_board.h"
 #include "sync/consistency_hooks.h"
 #include "sync/service.h"
 #include "threads/function_address.h"
@@ -409,7 +410,28 @@ void Service::ExitIfKilled() const {
 
 std::size_t Service::running() const { return scheduler_.live(); }
 
+std::string Service::NameOf(std::uint64_t thread_key) {
+  std::lock_guard lock(mutex_);
+  auto it = ids_.find(reinterpret_cast<UserThread*>(static_cast<std::uintptr_t>(thread_key)));
+  return it == ids_.end() ? "" : Id(it->second);
+}
+
 void Attach(net::Node& node, const Service::Options& options) {
+  // The hang report counts and names this node's LMDX threads through whichever service is
+  // current (never destroyed while the process runs threads).
+  static const bool counted = [] {
+    net::wait_board::SetUserThreads(
+        [] {
+          Service* service = Current();
+          return service != nullptr ? service->running() : std::size_t{0};
+        },
+        [](std::uint64_t key) {
+          Service* service = Current();
+          return service != nullptr ? service->NameOf(key) : std::string();
+        });
+    return true;
+  }();
+  static_cast<void>(counted);
   auto service = std::make_shared<Service>(node, options);
   service->RegisterHandlers();
   net::Completion::SetParking(&fiber_parking);

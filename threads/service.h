@@ -64,6 +64,8 @@ class Service {
   static int NodeOf(std::uint64_t id) { return static_cast<int>(id >> 40); }
   // Threads of this node started and not yet ended.
   std::size_t running() const;
+  // "thread 1:4" for the net::CurrentThreadKey() of one of this node's LMDX threads, else "".
+  std::string NameOf(std::uint64_t thread_key);
 
  private:
   struct Entry {

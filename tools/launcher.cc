@@ -192,6 +192,11 @@ class Job {
     // and their deaths must then count as the stop, not as failures.
     for (int sig : pending) {
       if (sig == SIGCHLD) continue;
+      if (sig == SIGQUIT) {
+        // Not a stop: rank 0 prints what every thread of the job waits for (net/hang_watch.h).
+        if (!nodes_.empty() && nodes_[0]->process.running()) nodes_[0]->process.Signal(SIGQUIT);
+        continue;
+      }
       if (stop_signal_) {
         KillRunning();  // asked twice: do not wait for the grace period
       } else {

@@ -46,11 +46,12 @@ struct LaunchTimings {
 // 0 when every node exited 0; the failing node's status (128 + signal when killed) when one
 // failed, after stopping the others; 124 on timeout; 1 when a node did not join in time; 128 + signal when the launcher was asked to
 // stop (SIGINT: 130, SIGTERM: 143). Prints one line on stderr naming the cause of any failure.
-// `signals` must watch SIGCHLD, SIGINT, SIGTERM and SIGHUP and exist before any thread starts.
+// `signals` must watch LauncherSignals() and exist before any thread starts.
 int RunJob(const LaunchSpec& spec, SignalWatch& signals, const LaunchTimings& timings = {});
 
 // The signals RunJob expects its SignalWatch to watch.
-inline std::vector<int> LauncherSignals() { return {SIGCHLD, SIGINT, SIGTERM, SIGHUP}; }
+// SIGQUIT (Ctrl-\\) asks rank 0 for its report of what every thread waits for.
+inline std::vector<int> LauncherSignals() { return {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT}; }
 
 }  // namespace lmdx::tools
 

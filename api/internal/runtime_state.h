@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "net/node.h"
+#include "net/wait_board.h"
 #include "net/ports.h"
 
 namespace lmdx::api {
@@ -26,6 +27,8 @@ void EndThreadIfKilled();
 
 template <typename Body>
 int Guard(const char* call, Body body) {
+  // A thread that calls LMDX is the program's: the hang watch counts it (net/wait_board.h).
+  net::wait_board::NoteProgramThread();
   EndThreadIfKilled();
   try {
     return body();

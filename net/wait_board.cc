@@ -1,0 +1,190 @@
+#include "net/wait_board.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+#include <unordered_map>
+
+#include "base/clock.h"
+#include "net/completion.h"
+
+namespace lmdx::net {
+
+std::string WaitReason::Text() const {
+  std::string text = kind;
+  if (!name.empty()) text += " \"" + std::string(name) + "\"";
+  if (rank >= 0) text += " from rank " + std::to_string(rank);
+  return text;
+}
+
+namespace wait_board {
+namespace {
+
+struct Board {
+  std::mutex mutex;
+  Waiting* first = nullptr;  // the waits entered, newest first
+  std::size_t waiting = 0;
+  std::function<std::size_t()> user_threads;
+  std::function<std::string(std::uint64_t)> user_thread_name;
+  std::vector<std::function<void(std::vector<std::string>&)>> describers;
+  std::atomic<std::size_t> os_program_threads{0};
+  std::atomic<std::int64_t> last_change_ns{MonotonicNs()};
+  std::atomic<std::int64_t> last_traffic_ns{0};
+  std::unordered_map<std::uint64_t, int> os_threads;  // program OS threads: key -> thread id
+};
+
+// Never destroyed: threads still running at exit may end waits on it.
+Board& TheBoard() {
+  alignas(Board) static unsigned char storage[sizeof(Board)];
+  static Board* board = ::new (storage) Board();
+  return *board;
+}
+
+// Counts the calling OS thread as a program thread while it lives.
+struct ProgramThreadMark {
+  bool counted = false;
+  int os_thread = 0;
+  std::uint64_t key = 0;
+  void Uncount() {
+    if (!counted) return;
+    counted = false;
+    Board& board = TheBoard();
+    board.os_program_threads.fetch_sub(1, std::memory_order_relaxed);
+    std::lock_guard lock(board.mutex);
+    board.os_threads.erase(key);
+  }
+  ~ProgramThreadMark() { Uncount(); }
+};
+thread_local ProgramThreadMark program_thread_mark;
+
+bool OnUserLevelThread() {
+  Parking* parking = Completion::parking();
+  return parking != nullptr && parking->Current() != nullptr;
+}
+
+std::string Seconds(std::int64_t ns) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f s", static_cast<double>(ns) / 1e9);
+  return text;
+}
+
+}  // namespace
+
+Waiting::Waiting(const WaitReason* reason) : reason_(reason) {
+  bool user_level = OnUserLevelThread();
+  if (!user_level && !program_thread_mark.counted) return;
+  thread_ = CurrentThreadKey();
+  since_ns_ = MonotonicNs();
+  Board& board = TheBoard();
+  std::lock_guard lock(board.mutex);
+  next_ = board.first;
+  if (next_ != nullptr) next_->prev_ = this;
+  board.first = this;
+  ++board.waiting;
+  board.last_change_ns.store(since_ns_, std::memory_order_relaxed);
+  entered_ = true;
+}
+
+Waiting::~Waiting() {
+  if (!entered_) return;
+  Board& board = TheBoard();
+  std::lock_guard lock(board.mutex);
+  (prev_ != nullptr ? prev_->next_ : board.first) = next_;
+  if (next_ != nullptr) next_->prev_ = prev_;
+  --board.waiting;
+  board.last_change_ns.store(MonotonicNs(), std::memory_order_relaxed);
+}
+
+void NoteProgramThread() {
+  if (program_thread_mark.counted || OnUserLevelThread()) return;
+  ProgramThreadMark& mark = program_thread_mark;
+  mark.counted = true;
+  mark.os_thread = static_cast<int>(::gettid());
+  mark.key = CurrentThreadKey();
+  Board& board = TheBoard();
+  board.os_program_threads.fetch_add(1, std::memory_order_relaxed);
+  board.last_change_ns.store(MonotonicNs(), std::memory_order_relaxed);
+  std::lock_guard lock(board.mutex);
+  board.os_threads[mark.key] = mark.os_thread;
+}
+
+void NotAProgramThread() { program_thread_mark.Uncount(); }
+
+std::string ThreadName(std::uint64_t key) {
+  Board& board = TheBoard();
+  std::function<std::string(std::uint64_t)> user_thread_name;
+  {
+    std::lock_guard lock(board.mutex);
+    auto os = board.os_threads.find(key);
+    if (os != board.os_threads.end()) {
+      return os->second == ::getpid() ? "main thread" : "OS thread " + std::to_string(os->second);
+    }
+    user_thread_name = board.user_thread_name;
+  }
+  // Asked outside the board's lock: the namer takes the threads layer's own.
+  std::string name = user_thread_name ? user_thread_name(key) : "";
+  return name.empty() ? "a thread" : name;
+}
+
+void SetUserThreads(std::function<std::size_t()> count,
+                    std::function<std::string(std::uint64_t)> name) {
+  Board& board = TheBoard();
+  std::lock_guard lock(board.mutex);
+  board.user_threads = std::move(count);
+  board.user_thread_name = std::move(name);
+}
+
+void AddDescriber(std::function<void(std::vector<std::string>& lines)> describe) {
+  Board& board = TheBoard();
+  std::lock_guard lock(board.mutex);
+  board.describers.push_back(std::move(describe));
+}
+
+void NoteTraffic() {
+  TheBoard().last_traffic_ns.store(MonotonicNs(), std::memory_order_relaxed);
+}
+
+Snapshot Take() {
+  Board& board = TheBoard();
+  Snapshot snapshot;
+  std::function<std::size_t()> user_threads;
+  std::vector<std::function<void(std::vector<std::string>&)>> describers;
+  struct Seen {
+    std::uint64_t thread;
+    std::string what;
+    std::int64_t since_ns;
+  };
+  std::vector<Seen> seen;
+  {
+    std::lock_guard lock(board.mutex);
+    snapshot.waiting = board.waiting;
+    for (const Waiting* w = board.first; w != nullptr; w = w->next_) {
+      // Formatted under the lock: the reason lives only as long as its wait.
+      std::string what = w->reason_ != nullptr ? w->reason_->Text() : WaitReason{}.Text();
+      seen.push_back({w->thread_, std::move(what), w->since_ns_});
+    }
+    user_threads = board.user_threads;
+    describers = board.describers;
+  }
+  std::int64_t now = MonotonicNs();
+  snapshot.program_threads = board.os_program_threads.load(std::memory_order_relaxed) +
+                             (user_threads ? user_threads() : 0);
+  // Oldest wait first reads best.
+  for (auto it = seen.rbegin(); it != seen.rend(); ++it) {
+    snapshot.lines.push_back(ThreadName(it->thread) + ": " + it->what + " for " +
+                             Seconds(now - it->since_ns));
+  }
+  for (const auto& describe : describers) describe(snapshot.lines);
+  if (snapshot.waiting >= snapshot.program_threads) {
+    std::int64_t last = std::max(board.last_change_ns.load(std::memory_order_relaxed),
+                                 board.last_traffic_ns.load(std::memory_order_relaxed));
+    snapshot.quiet = std::chrono::milliseconds((now - last) / 1000000);
+  }
+  return snapshot;
+}
+
+}  // namespace wait_board
+}  // namespace lmdx::net
