@@ -58,6 +58,13 @@ std::optional<Region> RegionTable::Containing(consistency::PageId page) const {
   return it->second;
 }
 
+std::optional<Region> RegionTable::NearestAtOrBelow(consistency::PageId page) const {
+  std::shared_lock lock(mutex_);
+  auto it = by_first_page_.upper_bound(page);
+  if (it == by_first_page_.begin()) return std::nullopt;
+  return std::prev(it)->second;
+}
+
 std::optional<Region> RegionTable::Named(const std::string& name) const {
   std::shared_lock lock(mutex_);
   auto it = by_name_.find(name);

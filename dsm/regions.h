@@ -35,6 +35,8 @@ class RegionTable {
   // False when a region starting at the same page is already known.
   bool Add(const Region& region);
   std::optional<Region> Containing(consistency::PageId page) const;
+  // The region that starts at or nearest below page, whether or not it holds page.
+  std::optional<Region> NearestAtOrBelow(consistency::PageId page) const;
   std::optional<Region> Named(const std::string& name) const;
 
  private:

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -156,6 +157,8 @@ void Service::RegisterHandlers() {
     if (auto region = regions_.Containing(request.page())) {
       reply.set_found(true);
       *reply.mutable_region() = ToWire(*region);
+    } else if (auto nearest = regions_.NearestAtOrBelow(request.page())) {
+      *reply.mutable_nearest_below() = ToWire(*nearest);
     }
     node_.Reply(*to, reply.SerializeAsString());
   });
@@ -492,7 +495,14 @@ bool Service::HandleFault(void* address, FaultType type) {
   // fiber switch inside the signal handler.
   net::NoParkingScope in_signal_handler;
   try {
-    if (PlacementOf(page).home < 0) return false;  // not a shared page: an ordinary crash
+    if (PlacementOf(page).home < 0) {
+      // Inside the range but in no variable: the process ends with the signal, as without LMDX,
+      // but first says where the access went. Declined, the access faults once more on its way
+      // to the default action (under libsigsegv): said once.
+      static std::atomic<void*> reported{nullptr};
+      if (reported.exchange(address) != address) LogLine(WildAccessText(address, type));
+      return false;
+    }
     consistency::Protocol& protocol = ProtocolOf(page);
     consistency::Counters& counters = protocols_->CountersOf(protocol);
     consistency::Counters::Add(wanted == Access::kRead ? counters.read_faults
@@ -504,6 +514,30 @@ bool Service::HandleFault(void* address, FaultType type) {
     fatal_("a shared-memory access at " + Hex(address) + " could not be served: " + error.what());
   }
   return true;
+}
+
+std::string Service::WildAccessText(void* address, FaultType type) {
+  std::string access = type == FaultType::kWrite  ? "a write"
+                       : type == FaultType::kRead ? "a read"
+                                                  : "an access";
+  std::string text = access + " at " + Hex(address) +
+                     " is inside the shared range but in no shared variable or heap block";
+  try {
+    wire::RegionOfRequest request;
+    request.set_page(space_.PageOf(address));
+    auto reply = Parse<wire::VariableReply>(
+        node_.Request(0, kDsmRegionOf, request.SerializeAsString()).body, "region reply");
+    if (!reply.has_nearest_below()) return text + "; no variable lies below it";
+    Region nearest = FromWire(reply.nearest_below());
+    auto* begin = reinterpret_cast<const char*>(space_.AppView(nearest.first_page));
+    const char* end = begin + nearest.bytes;
+    auto past = static_cast<std::uint64_t>(static_cast<const char*>(address) - end);
+    return text + ": " + std::to_string(past) + " bytes past the end of \"" + nearest.name +
+           "\" (" + Hex(begin) + " to " + Hex(end) + ", " + std::to_string(nearest.bytes) +
+           " bytes), the nearest variable below it";
+  } catch (const std::exception& error) {
+    return text + " (" + error.what() + ")";
+  }
 }
 
 void Service::RestoreEntry(PageId page, Access wanted) {

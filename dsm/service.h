@@ -54,6 +54,9 @@ class Service final : public consistency::PageMemory {
   const char* ProtocolName(const void* address);
   // Called in the SIGSEGV handler: true when the fault was on shared memory and is resolved.
   bool HandleFault(void* address, FaultType type);
+  // What went wrong with an access at address, a shared-range address no region holds: the
+  // nearest variable below it and how far past its end the access is.
+  std::string WildAccessText(void* address, FaultType type);
   void RestoreEntry(PageId page, consistency::Access wanted);
   // What to do when a fault cannot be served (a peer is gone): print and end the process.
   void SetFatalHandler(std::function<void(const std::string&)> fatal) { fatal_ = std::move(fatal); }

@@ -163,7 +163,7 @@ TEST_P(ProtocolTest, ScatteredPagesPastTheKernelsMappingLimit) {
 // A fault outside shared data is the program's own crash: the node dies of SIGSEGV and the
 // launcher names it, as it would without LMDX, whatever protocol keeps the shared data.
 TEST_P(ProtocolTest, AWildAccessStillKillsTheNodeWithSigsegv) {
-  for (const char* where : {"null", "unmapped_variable_area"}) {
+  for (const char* where : {"null", "unmapped_variable_area", "past_the_end"}) {
     JobResult job = RunJob(Checks(), 3, {"crash", where}, {}, std::chrono::seconds(30));
     EXPECT_EQ(job.exit_code, 128 + 11) << where << "\n" << job.out << job.err;
     EXPECT_NE(job.err.find("rank 2 died (killed by signal SIGSEGV)"), std::string::npos)
@@ -171,6 +171,29 @@ TEST_P(ProtocolTest, AWildAccessStillKillsTheNodeWithSigsegv) {
         << job.err;
     EXPECT_EQ(job.out.find("verified"), std::string::npos) << where << "\n" << job.out;
   }
+}
+
+// One in the shared range but in no variable says, before the node dies, which variable it ran
+// past and how far.
+TEST_P(ProtocolTest, AWildAccessInTheSharedRangeNamesTheVariableItRanPast) {
+  const std::string in_no_variable =
+      " is inside the shared range but in no shared variable or heap block: ";
+  JobResult past = RunJob(Checks(), 3, {"crash", "past_the_end"}, {}, std::chrono::seconds(30));
+  EXPECT_NE(past.err.find("lmdx[rank 2]: "), std::string::npos) << past.err;
+  EXPECT_NE(past.err.find(in_no_variable + "8092 bytes past the end of \"last\" ("),
+            std::string::npos)
+      << past.err;
+  EXPECT_NE(past.err.find("100 bytes), the nearest variable below it"), std::string::npos)
+      << past.err;
+  EXPECT_EQ(CountOf(past.err, "bytes past the end"), 1) << past.err;
+  JobResult far =
+      RunJob(Checks(), 3, {"crash", "unmapped_variable_area"}, {}, std::chrono::seconds(30));
+  EXPECT_NE(far.err.find(in_no_variable + std::to_string((std::uint64_t{1} << 30) - 8) +
+                         " bytes past the end of \"small\""),
+            std::string::npos)
+      << far.err;
+  JobResult null = RunJob(Checks(), 3, {"crash", "null"}, {}, std::chrono::seconds(30));
+  EXPECT_EQ(null.err.find("shared range"), std::string::npos) << null.err;
 }
 
 // dsm.heap gives the shared heap its own protocol, which the default (LMDX_PROTOCOL, the

@@ -441,6 +441,10 @@ void Crash(const char* where) {
       // Inside the global range, but in no variable: not shared data either.
       auto* var = static_cast<char*>(lmdx_shared_var("small", 8));
       bad = reinterpret_cast<volatile int*>(var + (std::uint64_t{1} << 30));
+    } else if (std::strcmp(where, "past_the_end") == 0) {
+      // The page after the last variable's: an index that ran past its end.
+      auto* var = static_cast<char*>(lmdx_shared_var("last", 100));
+      bad = reinterpret_cast<volatile int*>(var + 8192);
     } else {
       bad = reinterpret_cast<volatile int*>(16);
     }
