@@ -89,6 +89,18 @@ class Translator {
     return std::string(source_.substr(code_[a].begin, code_[b - 1].end - code_[a].begin));
   }
 
+  // The tokens [a, b) on one line: comments and line breaks between them become one space. Text
+  // repeated in generated code must not carry the source's line breaks, or the lines after
+  // would move.
+  std::string OneLine(std::size_t a, std::size_t b) const {
+    std::string out;
+    for (std::size_t k = a; k < b; ++k) {
+      if (k > a && code_[k].begin > code_[k - 1].end) out += ' ';
+      out += code_[k].text;
+    }
+    return out;
+  }
+
   // Where an error about the end of the input points: just past the last token.
   Location EndOfInput() const {
     if (code_.empty()) return {};
@@ -148,7 +160,10 @@ class Translator {
     std::size_t j = brace;
     while (j > 0 && (IsName(j - 1) || Is(j - 1, "::"))) --j;
     if (j == 0 || !Is(j - 1, "namespace")) return "";
-    return Text(j, brace);
+    // Names and '::' only: joined without the source's spacing, as qualifiers are compared.
+    std::string name;
+    for (std::size_t k = j; k < brace; ++k) name += code_[k].text;
+    return name;
   }
 
   std::string CurrentNamespace() const {
@@ -248,13 +263,13 @@ class Translator {
                     "variable of the whole job");
       }
     }
-    std::string type = Text(start + 1, type_end);
+    std::string type = OneLine(start + 1, type_end);
     std::vector<Declarator> declarators;
     std::size_t i = name;
-    std::string stars = Text(type_end, name);
+    std::string stars = OneLine(type_end, name);
     for (;;) {
       std::size_t after = Dimensions(i);
-      declarators.push_back({i, stars, Text(i + 1, after)});
+      declarators.push_back({i, stars, OneLine(i + 1, after)});
       const std::string& declared = std::string(code_[i].text);
       if (Is(after, ";")) {
         i = after;
@@ -271,7 +286,7 @@ class Translator {
       std::size_t next = after + 1;
       while (Is(next, "*")) ++next;
       if (!IsName(next)) Fail(next, "expected the name of a shared variable after ','");
-      stars = Text(after + 1, next);
+      stars = OneLine(after + 1, next);
       i = next;
     }
     std::string replacement;
@@ -279,7 +294,10 @@ class Translator {
     std::string_view original =
         source_.substr(code_[start].begin, code_[i].end - code_[start].begin);
     // The definitions take one line; the lines after keep their numbers.
-    replacement += std::string(CountNewlines(original) - CountNewlines(replacement), '\n');
+    // (The definitions are built from OneLine text, so they have no line break of their own.)
+    std::size_t lines = CountNewlines(original);
+    std::size_t used = CountNewlines(replacement);
+    if (lines > used) replacement += std::string(lines - used, '\n');
     edits_.Replace(code_[start].begin, code_[i].end, replacement);
     return i + 1;
   }

@@ -59,6 +59,28 @@ TEST(TranslatorTest, LinesKeepTheirNumbers) {
   EXPECT_EQ(thread_line, 7);
 }
 
+// A type written over several lines (comments in it too) is repeated for each declarator: the
+// definitions still take one line each, and the lines after keep their numbers. (A repeated
+// multi-line type used to make the padding negative and end lmdxpp with std::length_error.)
+TEST(TranslatorTest, AMultiLineTypeSharedByDeclaratorsKeepsTheLinesAfter) {
+  std::string source =
+      "LMDX_shared struct {\n  int a; // the count\n  char b;\n} one, two[4]\n  [2], three;\n"
+      "int after_declaration;\n";
+  std::string out = Translate(source, "x.c");
+  std::istringstream lines(out);
+  std::string line;
+  int number = -2;
+  int declaration_line = 0;
+  while (std::getline(lines, line)) {
+    ++number;
+    if (line == "int after_declaration;") declaration_line = number;
+  }
+  EXPECT_EQ(declaration_line, 6) << out;
+  EXPECT_NE(out.find("static struct { int a; char b; } (*lmdx_shared_two)[4] [2];"),
+            std::string::npos)
+      << out;
+}
+
 TEST(TranslatorTest, NameInLineDirectiveIsEscaped) {
   std::string out = Translate("int x;\n", "dir \"q\"\\x.c");
   EXPECT_NE(out.find("#line 1 \"dir \\\"q\\\"\\\\x.c\"\n"), std::string::npos) << out;
