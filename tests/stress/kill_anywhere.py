@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""Kill anywhere: SIGKILL a random rank (sometimes two, sometimes the launcher) of a running job
+at a random moment, and check that the job ends within the bound, names the rank and the cause,
+and leaves nothing behind: no process, shared-memory file, socket or temporary file.
+
+Usage: tests/stress/kill_anywhere.py [--runs N] [--seed S] [--bound SECONDS] [--verbose]
+Run from the repository after ./lmdx build (it uses bazel-bin/). Prints one line per failure, a
+summary and a last line "N passed, N failed" over the runs; exits 1 when any run failed. docs/hardening.md says what each check means.
+"""
+
+import argparse
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.join(ROOT, "bazel-bin")
+LMDX = os.path.join(BIN, "tools", "lmdx")
+
+# (kind, program, arguments): each runs for a few seconds on this machine, long enough to be hit
+# in mid-flight, and each exercises one part of LMDX.
+PROGRAMS = [
+    ("dsm", "samples/jacobi/jacobi", ["--size", "512", "--iterations", "3000"]),
+    ("dsm-threads", "samples/jacobi/jacobi",
+     ["--size", "512", "--iterations", "3000", "--workers", "4"]),
+    ("sync", "tests/sync/mutex", ["2", "100000"]),
+    ("sync", "tests/sync/barrier", ["named", "20000", "2"]),
+    ("threads", "tests/threads/threads_checks", ["many", "20000"]),
+    ("threads", "samples/prodcons/prodcons", []),
+    ("messages", "samples/jacobi/jacobi_msg", ["--size", "512", "--iterations", "8000"]),
+]
+PROTOCOLS = ["sc", "update", "rc", "lrc", "hlrc"]
+
+
+def children(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(p) for p in f.read().split()]
+    except OSError:
+        return []
+
+
+def rank_of(pid):
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            for entry in f.read().split(b"\0"):
+                if entry.startswith(b"LMDX_RANK="):
+                    return int(entry[len(b"LMDX_RANK="):])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie has ended; only its parent's wait is missing.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def resources():
+    """What a job could leave behind, by name: shared-memory files, Unix sockets (abstract ones
+    included) and temporary files whose names say LMDX."""
+    found = set()
+    for folder in ("/dev/shm", "/tmp"):
+        try:
+            found |= {f"{folder}/{n}" for n in os.listdir(folder) if "lmdx" in n.lower()}
+        except OSError:
+            pass
+    try:
+        with open("/proc/net/unix") as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                if len(fields) >= 8 and "lmdx" in fields[7].lower():
+                    found.add("unix:" + fields[7])
+    except OSError:
+        pass
+    return found
+
+
+class Failure(Exception):
+    pass
+
+
+def one_run(rng, bound, verbose):
+    kind, program, args = rng.choice(PROGRAMS)
+    nodes = rng.choice([2, 3, 4])
+    env = dict(os.environ)
+    env["LMDX_PROTOCOL"] = rng.choice(PROTOCOLS)
+    before = resources()
+    launcher = subprocess.Popen([LMDX, "run", "-n", str(nodes), os.path.join(BIN, program), "--"]
+                                + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                start_new_session=True)
+    time.sleep(rng.uniform(0.05, 1.5))
+    ranks = {}
+    for pid in children(launcher.pid):
+        rank = rank_of(pid)
+        if rank is not None:
+            ranks[rank] = pid
+    nodes_seen = set(ranks.values())
+    action = rng.random()
+    if launcher.poll() is not None or not ranks:
+        victims, target = [], "nothing (the job had ended)"
+    elif action < 0.1:
+        victims, target = [launcher.pid], "the launcher"
+    elif action < 0.25 and len(ranks) >= 2:
+        chosen = rng.sample(sorted(ranks), 2)
+        victims, target = [ranks[r] for r in chosen], f"ranks {chosen[0]} and {chosen[1]}"
+    else:
+        chosen = [rng.choice(sorted(ranks))]
+        victims, target = [ranks[chosen[0]]], f"rank {chosen[0]}"
+    killed_ranks = [r for r, p in ranks.items() if p in victims]
+    killed_at = time.monotonic()
+    for pid in victims:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    what = f"{kind} {os.path.basename(program)} on {nodes} nodes ({env['LMDX_PROTOCOL']}), " \
+           f"killed {target}"
+    try:
+        out, err = launcher.communicate(timeout=bound + 5)
+    except subprocess.TimeoutExpired:
+        os.killpg(launcher.pid, signal.SIGKILL)
+        launcher.communicate()
+        raise Failure(f"{what}: the launcher did not end within {bound + 5} s")
+    took = time.monotonic() - killed_at
+    err = err.decode(errors="replace")
+    # Every node ends too (a killed launcher's nodes die of their parent-death signal).
+    deadline = time.monotonic() + bound
+    while any(alive(p) for p in nodes_seen) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    took = max(took, time.monotonic() - killed_at)
+    left = [p for p in nodes_seen if alive(p)]
+    if left:
+        for p in left:
+            os.kill(p, signal.SIGKILL)
+        raise Failure(f"{what}: node processes {left} still ran {bound} s after the kill")
+    if took > bound:
+        raise Failure(f"{what}: the job took {took:.1f} s to end (bound {bound} s)")
+    if killed_ranks:
+        if launcher.returncode == 0:
+            raise Failure(f"{what}: the launcher exited 0")
+        named = re.search(r"lmdx run: rank (\d+) (died|exited)", err)
+        if not named or int(named.group(1)) not in killed_ranks:
+            raise Failure(f"{what}: the launcher's message does not name a killed rank:\n{err}")
+        if "SIGKILL" not in err:
+            raise Failure(f"{what}: the message does not name the cause (SIGKILL):\n{err}")
+    # What the job made must be gone: allow the kernel a moment to drop a dead process's sockets.
+    deadline = time.monotonic() + 2
+    while True:
+        leaked = resources() - before
+        if not leaked or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    if leaked:
+        raise Failure(f"{what}: left behind {sorted(leaked)}")
+    if verbose:
+        print(f"ok: {what}: ended in {took:.2f} s", flush=True)
+    return took
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--bound", type=float, default=5.0, help="seconds a job may take to end")
+    parser.add_argument("--verbose", action="store_true")
+    options = parser.parse_args()
+    if options.runs < 1:
+        parser.error("--runs needs at least 1")
+    if not os.access(LMDX, os.X_OK):
+        sys.exit(f"kill_anywhere: {LMDX} is not built; run ./lmdx build first")
+    for _, program, _ in PROGRAMS:
+        if not os.access(os.path.join(BIN, program), os.X_OK):
+            sys.exit(f"kill_anywhere: bazel-bin/{program} is not built; run ./lmdx build first")
+    seed = options.seed if options.seed is not None else random.randrange(1 << 30)
+    rng = random.Random(seed)
+    failures = 0
+    times = []
+    for run in range(options.runs):
+        try:
+            times.append(one_run(rng, options.bound, options.verbose))
+        except Failure as failure:
+            failures += 1
+            print(f"FAILED run {run + 1}: {failure}", flush=True)
+    times.sort()
+    if times:
+        print(f"kill_anywhere: {options.runs} runs (seed {seed}), {failures} failed; the job ended "
+              f"a median {times[len(times) // 2]:.2f} s and at most {times[-1]:.2f} s after the "
+              f"kill")
+    else:
+        print(f"kill_anywhere: {options.runs} runs (seed {seed}), {failures} failed")
+    print(f"{options.runs - failures} passed, {failures} failed")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
