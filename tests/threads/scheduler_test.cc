@@ -106,9 +106,12 @@ TEST(SchedulerTest, ParkUntilReturnsAtTheDeadlineAndTheWorkerRunsOthersMeanwhile
   std::atomic<int> others_before_return{-1};
   std::atomic<int> others{0};
   Clock::duration slept{};
+  // Long enough for the main thread to spawn the 100 others meanwhile, even under ThreadSanitizer
+  // (about 200 ms there; under a millisecond otherwise).
+  const auto park = std::chrono::milliseconds(500);
   auto sleeper = scheduler.Spawn([&] {
     auto start = Clock::now();
-    Scheduler::ParkUntil(start + std::chrono::milliseconds(50));
+    Scheduler::ParkUntil(start + park);
     slept = Clock::now() - start;
     others_before_return = others.load();
   });
@@ -117,7 +120,7 @@ TEST(SchedulerTest, ParkUntilReturnsAtTheDeadlineAndTheWorkerRunsOthersMeanwhile
   for (int i = 0; i < 100; ++i) busy.push_back(scheduler.Spawn([&] { others.fetch_add(1); }));
   sleeper->Join();
   for (auto& thread : busy) thread->Join();
-  EXPECT_GE(slept, std::chrono::milliseconds(50));
+  EXPECT_GE(slept, park);
   EXPECT_EQ(others_before_return.load(), 100);  // the only worker ran them while it slept
 }
 
@@ -179,7 +182,8 @@ TEST(SchedulerTest, TimedRuntimeWaitsParkTheUserThread) {
   net::Completion later;
   std::atomic<bool> timed_out{false}, completed{false};
   auto waiter = scheduler.Spawn([&] {
-    timed_out = !never.WaitFor(std::chrono::milliseconds(30));
+    // As above: long enough for the 50 others to be spawned meanwhile, under TSan too.
+    timed_out = !never.WaitFor(std::chrono::milliseconds(300));
     others_during_timeout = others.load();
     completed = later.WaitFor(std::chrono::seconds(60));
   });
@@ -187,7 +191,7 @@ TEST(SchedulerTest, TimedRuntimeWaitsParkTheUserThread) {
   busy.reserve(50);
   for (int i = 0; i < 50; ++i) busy.push_back(scheduler.Spawn([&] { others.fetch_add(1); }));
   for (auto& thread : busy) thread->Join();
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::this_thread::sleep_for(std::chrono::milliseconds(350));
   later.Signal();
   waiter->Join();
   net::Completion::SetParking(nullptr);
