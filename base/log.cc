@@ -5,6 +5,9 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
+
+#include "base/clock.h"
 
 namespace lmdx {
 namespace {
@@ -32,6 +35,36 @@ bool DebugEnabled() {
 
 void DebugLine(const std::string& text) {
   if (DebugEnabled()) LogLine(text);
+}
+
+LogLimiter::LogLimiter(std::string kind, int per_second)
+    : kind_(std::move(kind)), per_second_(per_second) {}
+
+LogLimiter::~LogLimiter() {
+  std::lock_guard lock(mutex_);
+  SayLeftOutLocked();
+}
+
+void LogLimiter::SayLeftOutLocked() {
+  if (left_out_ == 0) return;
+  LogLine(std::to_string(left_out_) + " more " + kind_ + " were not logged");
+  left_out_ = 0;
+}
+
+void LogLimiter::Line(const std::string& text) {
+  std::lock_guard lock(mutex_);
+  std::int64_t now = MonotonicNs();
+  if (now - window_start_ns_ >= 1000000000) {
+    SayLeftOutLocked();
+    window_start_ns_ = now;
+    written_in_window_ = 0;
+  }
+  if (written_in_window_ < per_second_) {
+    ++written_in_window_;
+    LogLine(text);
+  } else {
+    ++left_out_;
+  }
 }
 
 }  // namespace lmdx

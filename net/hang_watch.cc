@@ -35,7 +35,8 @@ void OnSigquit(int) {
   int saved = errno;  // a handler must leave errno as it found it
   int fd = sigquit_fd.load(std::memory_order_relaxed);
   std::uint64_t one = 1;
-  if (fd >= 0) [[maybe_unused]] ssize_t n = ::write(fd, &one, sizeof one);
+  if (fd >= 0) [[maybe_unused]]
+    ssize_t n = ::write(fd, &one, sizeof one);
   errno = saved;
 }
 
@@ -137,8 +138,8 @@ class HangWatch::Impl {
   // Wakes a few times per period at most, and not at all when only SIGQUIT can ask.
   int PollTimeoutMs() const {
     if (options_.after.count() == 0) return -1;
-    milliseconds period = std::clamp<milliseconds>(options_.after / 4, milliseconds(50),
-                                                   milliseconds(5000));
+    milliseconds period =
+        std::clamp<milliseconds>(options_.after / 4, milliseconds(50), milliseconds(5000));
     return static_cast<int>(period.count());
   }
 
@@ -266,8 +267,7 @@ class HangWatch::Impl {
   std::thread thread_;
 };
 
-HangWatch::HangWatch(Node& node, Options options)
-    : impl_(std::make_unique<Impl>(node, options)) {}
+HangWatch::HangWatch(Node& node, Options options) : impl_(std::make_unique<Impl>(node, options)) {}
 
 HangWatch::~HangWatch() = default;
 

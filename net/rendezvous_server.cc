@@ -157,7 +157,7 @@ class PollingRendezvousServer : public RendezvousServer {
   }
 
   void Refuse(const Client& client, const std::string& why) {
-    LogLine("rendezvous: refused a " + client.label + ": " + why);
+    refusals_.Line("rendezvous: refused a " + client.label + ": " + why);
   }
 
   // Returns false when the client's connection is done with.
@@ -325,6 +325,7 @@ class PollingRendezvousServer : public RendezvousServer {
   std::vector<RankState> ranks_;
   bool table_sent_ = false;
   std::string failure_;  // why the job cannot start, once a rank ended before joining
+  LogLimiter refusals_{"refused rendezvous connections"};
 
   std::thread thread_;
 };

@@ -288,11 +288,49 @@ void ShmTransport::AcceptLoop() {
     if (fds[1].revents != 0) return;
     Fd socket(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
     if (!socket) continue;
-    Accept(std::move(socket));
+    Dispatch(std::move(socket));
   }
 }
 
-void ShmTransport::Accept(Fd socket) {
+void ShmTransport::Dispatch(Fd socket) {
+  ucred credentials{};
+  socklen_t credentials_size = sizeof credentials;
+  ::getsockopt(socket.get(), SOL_SOCKET, SO_PEERCRED, &credentials, &credentials_size);
+  std::string who = "connection from pid " + std::to_string(credentials.pid);
+  // The nodes of a job are one user's processes; anyone else is refused before a byte is read.
+  if (credentials.uid != ::geteuid()) {
+    refusals_.Line("shm: refused a " + who + " of user " + std::to_string(credentials.uid) +
+                   ": not this job's user");
+    return;
+  }
+  int fd = socket.get();
+  {
+    std::unique_lock lock(setups_mutex_);
+    setups_changed_.wait(lock,
+                         [this] { return setups_running_ < kMaxSetupsAtOnce || stopping_setups_; });
+    if (stopping_setups_) return;
+    ++setups_running_;
+    setup_sockets_.insert(fd);
+  }
+  auto done = [this, fd] {
+    std::lock_guard lock(setups_mutex_);
+    setup_sockets_.erase(fd);
+    --setups_running_;
+    setups_changed_.notify_all();
+  };
+  try {
+    // The socket closes after done(): Close never shuts down a number reused meanwhile.
+    std::thread([this, socket = std::move(socket), done]() mutable {
+      Accept(socket);
+      done();
+    }).detach();
+  } catch (const std::system_error& error) {
+    refusals_.Line("shm: refused a " + who + ": " + error.what());
+    done();
+  }
+}
+
+void ShmTransport::Accept(Fd& socket) {
   ucred credentials{};
   socklen_t credentials_size = sizeof credentials;
   ::getsockopt(socket.get(), SOL_SOCKET, SO_PEERCRED, &credentials, &credentials_size);
@@ -359,7 +397,7 @@ void ShmTransport::Accept(Fd socket) {
     DebugLine("shm: rank " + std::to_string(peer) + " shares a segment with this node");
     connection->Establish(std::move(setup));
   } catch (const Error& error) {
-    LogLine("shm: refused a " + label + ": " + error.what());
+    refusals_.Line("shm: refused a " + label + ": " + error.what());
   }
 }
 
@@ -410,9 +448,21 @@ void ShmTransport::Close() {
     for (auto& connection : send_to_) connection.reset();
   }
   engine_.RemovePoller(this);
+  {
+    // Setups still under way end at once: their sockets are shut down under them, and an
+    // acceptor waiting for a free slot gives up.
+    std::lock_guard lock(setups_mutex_);
+    stopping_setups_ = true;
+    setups_changed_.notify_all();
+    for (int fd : setup_sockets_) ::shutdown(fd, SHUT_RDWR);
+  }
   std::uint64_t one = 1;
   [[maybe_unused]] ssize_t n = ::write(stop_fd_.get(), &one, sizeof one);
   if (acceptor_.joinable()) acceptor_.join();
+  {
+    std::unique_lock lock(setups_mutex_);
+    setups_changed_.wait(lock, [this] { return setups_running_ == 0; });
+  }
   for (const ConnectionPtr& connection : connections) connection->Close("job ending", true);
 }
 

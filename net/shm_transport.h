@@ -2,6 +2,7 @@
 #define LMDX_NET_SHM_TRANSPORT_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "base/fd.h"
+#include "base/log.h"
 #include "net/job_secret.h"
 #include "net/progress_engine.h"
 #include "net/transport.h"
@@ -51,7 +53,11 @@ class ShmTransport : public Transport, private ProgressEngine::Poller {
  private:
   using ConnectionPtr = std::shared_ptr<internal::ShmConnection>;
   void AcceptLoop();
-  void Accept(Fd socket);
+  // Checks who connected, then hands the setup to a thread of its own: a connection that stalls
+  // in its handshake must not keep the next peer waiting.
+  void Dispatch(Fd socket);
+  // Takes socket over (moves it out) once the peer is accepted.
+  void Accept(Fd& socket);
   void Connect(const ConnectionPtr& connection, const std::string& address);
   ConnectionPtr MakeConnection(int peer, const std::string& label);
   void Track(const ConnectionPtr& connection);
@@ -75,6 +81,17 @@ class ShmTransport : public Transport, private ProgressEngine::Poller {
   Fd listener_;
   Fd stop_fd_;
   std::thread acceptor_;
+
+  // Setups under way on their own threads (their sockets, so Close can cut them short). Beyond
+  // the bound the acceptor waits for one to end: a burst of peers is served in turn, and
+  // strangers that stall can hold at most this many setups for their deadline.
+  static constexpr int kMaxSetupsAtOnce = 32;
+  std::mutex setups_mutex_;
+  std::condition_variable setups_changed_;
+  std::set<int> setup_sockets_;
+  int setups_running_ = 0;
+  bool stopping_setups_ = false;
+  LogLimiter refusals_{"refused shared-memory connections"};
 
   std::mutex mutex_;                    // guards everything below
   std::vector<std::string> addresses_;  // by rank

@@ -82,6 +82,16 @@ void TcpTransport::OnAcceptable() {
     }
     internal::SetNoDelay(fd.get());
     std::string label = "connection from " + internal::FormatAddress(remote);
+    {
+      std::lock_guard lock(mutex_);
+      if (closing_) return;
+      if (pending_handshakes_ >= MaxPendingHandshakes()) {
+        refusals_.Line("tcp: refused a " + label + ": " + std::to_string(MaxPendingHandshakes()) +
+                       " connections are already in their handshake");
+        continue;
+      }
+      ++pending_handshakes_;
+    }
     ConnectionPtr connection = MakeConnection(std::move(fd), /*outgoing=*/false, 0, label);
     {
       std::lock_guard lock(mutex_);
@@ -122,6 +132,10 @@ void TcpTransport::Send(int dest, OutgoingMessage message, bool may_block) {
 }
 
 void TcpTransport::OnEstablished(const ConnectionPtr& connection, bool outgoing) {
+  if (!outgoing) {
+    std::lock_guard lock(mutex_);
+    --pending_handshakes_;
+  }
   int peer = connection->peer_rank();
   if (!outgoing && (peer < 0 || peer >= size_ || peer == rank_)) {
     LogLine("tcp: refused " + connection->remote_label() + ": it claims rank " +
@@ -144,13 +158,14 @@ void TcpTransport::OnClosed(const ConnectionPtr& connection, bool was_establishe
   {
     std::lock_guard lock(mutex_);
     connections_.erase(connection);
+    if (!connection->outgoing() && !was_established) --pending_handshakes_;
     report = !closing_;
   }
   if (!report) return;
   if (connection->outgoing() || was_established) {
     host_.OnPeerLost(connection->peer_rank(), connection->remote_label() + ": " + why);
   } else {
-    LogLine("tcp: refused a " + connection->remote_label() + ": " + why);
+    refusals_.Line("tcp: refused a " + connection->remote_label() + ": " + why);
   }
 }
 

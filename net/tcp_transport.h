@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/fd.h"
+#include "base/log.h"
 #include "net/job_secret.h"
 #include "net/progress_engine.h"
 #include "net/transport.h"
@@ -55,6 +56,12 @@ class TcpTransport : public Transport {
   std::vector<ConnectionPtr> send_to_;   // by rank: the connection frames to that rank take
   std::set<ConnectionPtr> connections_;  // every open connection, authenticated or not
   bool closing_ = false;
+  // Accepted connections still in their handshake: a flood of strangers is refused beyond a
+  // bound instead of taking every file descriptor (each would wait out its handshake deadline).
+  // The bound leaves room for every other rank of the job connecting at once, twice over.
+  int MaxPendingHandshakes() const { return 2 * size_ + 64; }
+  int pending_handshakes_ = 0;
+  LogLimiter refusals_{"refused TCP connections"};
 };
 
 }  // namespace lmdx::net

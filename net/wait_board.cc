@@ -143,9 +143,7 @@ void AddDescriber(std::function<void(std::vector<std::string>& lines)> describe)
   board.describers.push_back(std::move(describe));
 }
 
-void NoteTraffic() {
-  TheBoard().last_traffic_ns.store(MonotonicNs(), std::memory_order_relaxed);
-}
+void NoteTraffic() { TheBoard().last_traffic_ns.store(MonotonicNs(), std::memory_order_relaxed); }
 
 Snapshot Take() {
   Board& board = TheBoard();

@@ -1009,7 +1009,8 @@ void Service::Describe(std::vector<std::string>& lines) {
   std::lock_guard guard(mutex_);
   for (const auto& [name, object] : objects_) {
     if (object->kind != ObjectKind::kLock || !object->held) continue;
-    std::string line = "holds lock \"" + name + "\" (" + net::wait_board::ThreadName(object->holder) + ")";
+    std::string line =
+        "holds lock \"" + name + "\" (" + net::wait_board::ThreadName(object->holder) + ")";
     if (!object->queue.empty()) {
       line += "; " + std::to_string(object->queue.size()) + " more of its threads wait for it";
     }
@@ -1030,8 +1031,8 @@ void Service::Describe(std::vector<std::string>& lines) {
     if (managed->kind == ObjectKind::kSemaphore && !managed->p_waiters.empty()) {
       std::set<int> ranks;
       for (const net::ReplyTo& to : managed->p_waiters) ranks.insert(to.dest);
-      std::string line = "manages semaphore \"" + name + "\": " +
-                         std::to_string(managed->p_waiters.size()) +
+      std::string line = "manages semaphore \"" + name +
+                         "\": " + std::to_string(managed->p_waiters.size()) +
                          " waiting in lmdx_sema_p (from ranks " + ranks_text(ranks) + "), no unit";
       if (!managed->sema_ready) line += "; it was never initialized (lmdx_sema_init)";
       lines.push_back(std::move(line));

@@ -13,7 +13,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::optional<FrameHeader> header = DecodeFrameHeader(data, &error);
   if (header) {
     if (header->body_length > kMaxBodyLength || header->payload_length > kMaxPayloadLength ||
-        static_cast<std::uint16_t>(header->type) >= static_cast<std::uint16_t>(MessageType::kLimit)) {
+        static_cast<std::uint16_t>(header->type) >=
+            static_cast<std::uint16_t>(MessageType::kLimit)) {
       std::abort();  // accepted beyond the limits
     }
     // What was accepted encodes back to the same header.

@@ -18,8 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string bytes = input.Rest();
   std::size_t at = 0;
   while (at < bytes.size() && handshake.state() == Handshake::State::kRunning) {
-    std::size_t taken = handshake.Feed(reinterpret_cast<const std::uint8_t*>(bytes.data()) + at,
-                                       bytes.size() - at);
+    std::size_t taken =
+        handshake.Feed(reinterpret_cast<const std::uint8_t*>(bytes.data()) + at, bytes.size() - at);
     static_cast<void>(handshake.TakeOutput());
     if (taken == 0) break;
     at += taken;

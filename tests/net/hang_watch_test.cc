@@ -51,7 +51,8 @@ TEST(HangWatchTest, ALockHeldByAWaitingThreadIsNamedWithItsHolder) {
   ExpectContains(job, "rank 0 main thread: lock \"L\" for ");
   ExpectContains(job, "rank 1 thread 1:1: semaphore \"nobody_posts\" for ");
   ExpectContains(job, "rank 1 holds lock \"L\" (thread 1:1)");
-  ExpectContains(job, "manages semaphore \"nobody_posts\": 1 waiting in lmdx_sema_p (from ranks 1)");
+  ExpectContains(job,
+                 "manages semaphore \"nobody_posts\": 1 waiting in lmdx_sema_p (from ranks 1)");
 }
 
 TEST(HangWatchTest, SpmdRanksWaitingInReceivesAndBarriersAreReported) {

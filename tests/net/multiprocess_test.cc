@@ -89,6 +89,18 @@ TEST(MultiprocessTest, StrangersAreRefusedAndTheJobGoesOn) {
   EXPECT_NE(job.err.find("failed the job-secret proof"), std::string::npos) << job.err;
   EXPECT_NE(job.err.find("wire version"), std::string::npos) << job.err;
   EXPECT_NE(job.err.find("rendezvous: refused"), std::string::npos) << job.err;
+  // Floods: the TCP port refuses beyond its bound at once; round trips stay quick meanwhile.
+  EXPECT_NE(job.out.find("flooding TCP connections were refused at once"), std::string::npos)
+      << job.out;
+  EXPECT_NE(job.out.find("during a flood of 150 TCP connections"), std::string::npos) << job.out;
+  // A flood costs a few lines a second, and says how many it left out.
+  EXPECT_NE(job.err.find("more refused TCP connections were not logged"), std::string::npos)
+      << job.err;
+  if (std::getenv("LMDX_TRANSPORT") != nullptr &&
+      std::string(std::getenv("LMDX_TRANSPORT")) == "shm") {
+    EXPECT_NE(job.out.find("during a flood of 40 shm connections"), std::string::npos) << job.out;
+    EXPECT_EQ(CountOf(job.err, "not this job's user"), 1) << job.err;
+  }
 }
 
 TEST(MultiprocessTest, ThreadsStyleJobEndsWithRankZerosStatus) {

@@ -264,9 +264,9 @@ TEST(LauncherTest, ANodeThatNeverJoinsIsNamedAtTheJoinTimeout) {
 // LMDX nodes that joined wait at the rendezvous for the late one; it is the one named, and the
 // others are stopped with it. One that joins within the limit is not.
 TEST(LauncherTest, OnlyTheRankThatIsLateToJoinIsNamed) {
-  Outcome late = RunProcess({Lmdx(), "run", LateJoin(), "-n", "3", "--join-timeout", "1", "--",
-                             "2", "60000"},
-                            {}, seconds(30));
+  Outcome late =
+      RunProcess({Lmdx(), "run", LateJoin(), "-n", "3", "--join-timeout", "1", "--", "2", "60000"},
+                 {}, seconds(30));
   ASSERT_FALSE(late.timed_out);
   EXPECT_LT(late.elapsed, seconds(6));
   EXPECT_EQ(late.code, 1);

@@ -2,15 +2,23 @@
 // tries a handshake with the wrong secret, another wire version, random bytes, a frame with no
 // handshake, a truncated handshake and a connection that never speaks. Every attempt must be
 // refused, and afterwards ranks 0 and 1 still exchange a message as if nothing happened.
+// Then it floods rank 0's TCP port with silent connections (beyond a bound they are refused at
+// once) and, when rank 0 has a shared-memory socket, attacks that too: noise, silence, a
+// connection from another user, and a flood. Round trips with rank 0 during each flood must stay
+// quick.
 #include <lmdx/lmdx.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -69,6 +77,111 @@ std::string ReadChallenge(int fd) {
   return challenge;
 }
 
+// Probes the node drops only at its 5 s handshake deadline (silence, a truncated handshake): all
+// are left open together and checked at the end, so their deadlines run at the same time.
+struct SlowProbe {
+  Fd fd;
+  std::string if_kept;
+};
+std::vector<SlowProbe> slow_probes;
+
+void ExpectClosedWithinTheDeadline(Fd fd, std::string if_kept) {
+  slow_probes.push_back({std::move(fd), std::move(if_kept)});
+}
+
+void CheckSlowProbes() {
+  // Two deadlines and a margin: the shm socket sets up 32 connections at a time, so the last of
+  // a flood of 40 starts its 5 s when the first ones end.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(14);
+  for (SlowProbe& probe : slow_probes) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (!ClosedByPeer(probe.fd.get(), static_cast<int>(std::max<long long>(left.count(), 1)))) {
+      Fail(probe.if_kept);
+    }
+  }
+  slow_probes.clear();
+}
+
+Fd ConnectUnix(const std::string& abstract_name) {
+  Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path + 1, abstract_name.data(), abstract_name.size());
+  auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + abstract_name.size());
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), length) != 0) {
+    Fail("cannot reach the shared-memory socket @" + abstract_name);
+  }
+  return fd;
+}
+
+// One 4 KiB round trip with rank 0, in milliseconds.
+double EchoMs() {
+  std::vector<char> message(4096, 'e'), echo(4096);
+  auto start = std::chrono::steady_clock::now();
+  lmdx_send(0, message.data(), message.size());
+  lmdx_recv(0, echo.data(), echo.size(), nullptr);
+  if (echo != message) Fail("the echo differs");
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+// Round trips during a flood stay within a bound far below any deadline.
+void ExpectQuickEcho(const std::string& during) {
+  double ms = EchoMs();
+  if (ms > 1000) Fail("a round trip took " + std::to_string(ms) + " ms during " + during);
+  std::printf("rank 1: a round trip took %.2f ms during %s\n", ms, during.c_str());
+}
+
+// Silent connections, more than the node takes at once: beyond its bound they are refused at
+// once, and rank 0 goes on serving.
+void FloodTcp(const std::string& address) {
+  constexpr int kFlood = 150;
+  std::vector<Fd> flood;
+  flood.reserve(kFlood);
+  for (int i = 0; i < kFlood; ++i) flood.push_back(Connect(address));
+  ExpectQuickEcho("a flood of " + std::to_string(kFlood) + " TCP connections");
+  int refused = 0;
+  for (Fd& fd : flood) refused += ClosedByPeer(fd.get(), 20) ? 1 : 0;
+  // A job of 2 takes 2 * 2 + 64 handshakes at once.
+  if (refused < kFlood - 68) {
+    Fail("only " + std::to_string(refused) + " of " + std::to_string(kFlood) +
+         " flooding connections were refused at once");
+  }
+  std::printf("rank 1: %d of %d flooding TCP connections were refused at once\n", refused, kFlood);
+}
+
+void AttackShm(const std::string& name) {
+  {  // Noise.
+    Fd fd = ConnectUnix(name);
+    std::string noise(1 << 16, '\x5a');
+    Send(fd.get(), noise);
+    if (!ClosedByPeer(fd.get(), 8000)) Fail("the shm socket kept a connection that sent noise");
+  }
+  {  // Another user: refused before a byte is read. Run as root, a child becomes nobody.
+    pid_t child = ::fork();
+    if (child == 0) {
+      if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(3);
+      Fd fd = ConnectUnix(name);
+      ::_exit(ClosedByPeer(fd.get(), 2000) ? 0 : 4);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    if (!WIFEXITED(status) || (WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != 3)) {
+      Fail("the shm socket did not refuse another user at once (" + std::to_string(status) + ")");
+    }
+  }
+  ExpectQuickEcho("the attacks on the shm socket");  // the pair's own segment is set up by now
+  {  // A flood of silent connections while the pair talks over its segment.
+    std::vector<Fd> flood;
+    for (int i = 0; i < 40; ++i) flood.push_back(ConnectUnix(name));
+    ExpectQuickEcho("a flood of 40 shm connections");
+    for (Fd& fd : flood) {
+      ExpectClosedWithinTheDeadline(std::move(fd), "a silent shm connection of a flood was kept");
+    }
+  }
+}
+
 void Attack(const std::string& address, const std::string& target) {
   std::mt19937_64 random(42);
   JobSecret wrong = JobSecret::Generate();
@@ -113,14 +226,17 @@ void Attack(const std::string& address, const std::string& target) {
     lmdx::net::EncodeFrameHeader(header, bytes);
     Send(fd.get(), std::string(reinterpret_cast<char*>(bytes), sizeof bytes));
     // Its first bytes look like a handshake message, so it may take the 5 s deadline.
-    if (!ClosedByPeer(fd.get(), 8000)) Fail(target + " kept a connection that sent a bad frame");
+    ExpectClosedWithinTheDeadline(std::move(fd),
+                                  target + " kept a connection that sent a bad frame");
   }
   {  // A truncated handshake, then silence: the node gives up after its 5 s deadline.
     Fd fd = Connect(address);
     ReadChallenge(fd.get());
     Send(fd.get(), std::string("LMDX\x01\x00", 6));
-    if (!ClosedByPeer(fd.get(), 8000)) Fail(target + " waited forever on a truncated handshake");
+    ExpectClosedWithinTheDeadline(std::move(fd),
+                                  target + " waited forever on a truncated handshake");
   }
+  ExpectClosedWithinTheDeadline(Connect(address), target + " kept a connection that never spoke");
 }
 
 }  // namespace
@@ -131,9 +247,12 @@ int main(int argc, char** argv) {
   std::vector<char> message(4096);
   if (lmdx_rank() == 1) {
     const auto& table = lmdx::api::CurrentNode()->job_table();
+    std::string tcp, shm;
     for (const auto& endpoint : table.nodes(0).endpoints()) {
-      if (endpoint.transport() == "tcp") Attack(endpoint.address(), "rank 0");
+      if (endpoint.transport() == "tcp") tcp = endpoint.address();
+      if (endpoint.transport() == "shm") shm = endpoint.address();
     }
+    if (!tcp.empty()) Attack(tcp, "rank 0");
     const char* rendezvous = std::getenv("LMDX_RENDEZVOUS");
     if (rendezvous == nullptr) Fail("LMDX_RENDEZVOUS is not set");
     Attack(rendezvous, "the rendezvous");
@@ -142,10 +261,20 @@ int main(int argc, char** argv) {
     std::vector<char> echo(message.size());
     lmdx_recv(0, echo.data(), echo.size(), nullptr);
     if (echo != message) Fail("the echo differs");
+    if (!tcp.empty()) FloodTcp(tcp);
+    if (!shm.empty() && shm[0] == '@') AttackShm(shm.substr(1));
+    CheckSlowProbes();
+    ExpectQuickEcho("the end of the attacks");
+    char bye = 'q';
+    lmdx_send(0, &bye, 1);
   } else {
-    lmdx_status status{};
-    lmdx_recv(1, message.data(), message.size(), &status);
-    lmdx_send(1, message.data(), status.length);
+    // Echoes until rank 1 says goodbye with one byte.
+    for (;;) {
+      lmdx_status status{};
+      lmdx_recv(1, message.data(), message.size(), &status);
+      if (status.length == 1) break;
+      lmdx_send(1, message.data(), status.length);
+    }
   }
   std::printf("rank %d verified after the intrusions\n", lmdx_rank());
   std::fflush(stdout);
