@@ -18,8 +18,7 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.join(ROOT, "bazel-bin")
-LMDX = os.path.join(BIN, "tools", "lmdx")
+DEFAULT_BIN = os.path.join(ROOT, "bazel-bin")
 
 # (kind, program, arguments): each runs for a few seconds on this machine, long enough to be hit
 # in mid-flight, and each exercises one part of LMDX.
@@ -94,13 +93,14 @@ class Failure(Exception):
     pass
 
 
-def one_run(rng, bound, verbose):
+def one_run(rng, bound, verbose, bin_dir):
     kind, program, args = rng.choice(PROGRAMS)
     nodes = rng.choice([2, 3, 4])
     env = dict(os.environ)
     env["LMDX_PROTOCOL"] = rng.choice(PROTOCOLS)
     before = resources()
-    launcher = subprocess.Popen([LMDX, "run", "-n", str(nodes), os.path.join(BIN, program), "--"]
+    launcher = subprocess.Popen([os.path.join(bin_dir, "tools", "lmdx"), "run", "-n", str(nodes),
+                                 os.path.join(bin_dir, program), "--"]
                                 + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                                 start_new_session=True)
     time.sleep(rng.uniform(0.05, 1.5))
@@ -178,21 +178,26 @@ def main():
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--bound", type=float, default=5.0, help="seconds a job may take to end")
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--bin", default=DEFAULT_BIN,
+                        help="Bazel's output folder to take the binaries from (default bazel-bin, "
+                             "which follows the last build's configuration)")
     options = parser.parse_args()
+    bin_dir = os.path.realpath(options.bin)
+    lmdx = os.path.join(bin_dir, "tools", "lmdx")
     if options.runs < 1:
         parser.error("--runs needs at least 1")
-    if not os.access(LMDX, os.X_OK):
-        sys.exit(f"kill_anywhere: {LMDX} is not built; run ./lmdx build first")
+    if not os.access(lmdx, os.X_OK):
+        sys.exit(f"kill_anywhere: {lmdx} is not built; run ./lmdx build first")
     for _, program, _ in PROGRAMS:
-        if not os.access(os.path.join(BIN, program), os.X_OK):
-            sys.exit(f"kill_anywhere: bazel-bin/{program} is not built; run ./lmdx build first")
+        if not os.access(os.path.join(bin_dir, program), os.X_OK):
+            sys.exit(f"kill_anywhere: {bin_dir}/{program} is not built; run ./lmdx build first")
     seed = options.seed if options.seed is not None else random.randrange(1 << 30)
     rng = random.Random(seed)
     failures = 0
     times = []
     for run in range(options.runs):
         try:
-            times.append(one_run(rng, options.bound, options.verbose))
+            times.append(one_run(rng, options.bound, options.verbose, bin_dir))
         except Failure as failure:
             failures += 1
             print(f"FAILED run {run + 1}: {failure}", flush=True)
