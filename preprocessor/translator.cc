@@ -89,18 +89,6 @@ class Translator {
     return std::string(source_.substr(code_[a].begin, code_[b - 1].end - code_[a].begin));
   }
 
-  // The tokens [a, b) on one line: comments and line breaks between them become one space. Text
-  // repeated in generated code must not carry the source's line breaks, or the lines after
-  // would move.
-  std::string OneLine(std::size_t a, std::size_t b) const {
-    std::string out;
-    for (std::size_t k = a; k < b; ++k) {
-      if (k > a && code_[k].begin > code_[k - 1].end) out += ' ';
-      out += code_[k].text;
-    }
-    return out;
-  }
-
   // Where an error about the end of the input points: just past the last token.
   Location EndOfInput() const {
     if (code_.empty()) return {};
@@ -263,13 +251,13 @@ class Translator {
                     "variable of the whole job");
       }
     }
-    std::string type = OneLine(start + 1, type_end);
+    std::string type = Text(start + 1, type_end);
     std::vector<Declarator> declarators;
     std::size_t i = name;
-    std::string stars = OneLine(type_end, name);
+    std::string stars = Text(type_end, name);
     for (;;) {
       std::size_t after = Dimensions(i);
-      declarators.push_back({i, stars, OneLine(i + 1, after)});
+      declarators.push_back({i, stars, Text(i + 1, after)});
       const std::string& declared = std::string(code_[i].text);
       if (Is(after, ";")) {
         i = after;
@@ -286,15 +274,22 @@ class Translator {
       std::size_t next = after + 1;
       while (Is(next, "*")) ++next;
       if (!IsName(next)) Fail(next, "expected the name of a shared variable after ','");
-      stars = OneLine(after + 1, next);
+      stars = Text(after + 1, next);
       i = next;
     }
+    // The type, stars and sizes are copied as written (comments, line breaks and preprocessor
+    // lines inside them mean what they meant), each once: several declarators share the type
+    // through a typedef, so the replacement never has more lines than the declaration had.
     std::string replacement;
+    if (declarators.size() > 1) {
+      std::string shared_type = "lmdx_shared_type_" + std::string(code_[declarators[0].name].text);
+      replacement = "typedef " + type + " " + shared_type + "; ";
+      type = shared_type;
+    }
     for (const Declarator& d : declarators) replacement += SharedDefinition(type, d);
     std::string_view original =
         source_.substr(code_[start].begin, code_[i].end - code_[start].begin);
-    // The definitions take one line; the lines after keep their numbers.
-    // (The definitions are built from OneLine text, so they have no line break of their own.)
+    // The definitions take the declaration's lines; the lines after keep their numbers.
     std::size_t lines = CountNewlines(original);
     std::size_t used = CountNewlines(replacement);
     if (lines > used) replacement += std::string(lines - used, '\n');

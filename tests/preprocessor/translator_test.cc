@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -59,12 +60,14 @@ TEST(TranslatorTest, LinesKeepTheirNumbers) {
   EXPECT_EQ(thread_line, 7);
 }
 
-// A type written over several lines (comments in it too) is repeated for each declarator: the
-// definitions still take one line each, and the lines after keep their numbers. (A repeated
-// multi-line type used to make the padding negative and end lmdxpp with std::length_error.)
+// A type written over several lines (comments and a preprocessor line in it too) shared by
+// several declarators: it is written once, in a typedef, so the lines after keep their numbers.
+// (Repeated for each declarator, it used to make the padding negative and end lmdxpp with
+// std::length_error.)
 TEST(TranslatorTest, AMultiLineTypeSharedByDeclaratorsKeepsTheLinesAfter) {
   std::string source =
-      "LMDX_shared struct {\n  int a; // the count\n  char b;\n} one, two[4]\n  [2], three;\n"
+      "LMDX_shared struct {\n  int a; // the count\n#ifdef WIDE\n  long wide;\n#endif\n"
+      "  char b;\n} one, two[4]\n  [2], three;\n"
       "int after_declaration;\n";
   std::string out = Translate(source, "x.c");
   std::istringstream lines(out);
@@ -75,9 +78,17 @@ TEST(TranslatorTest, AMultiLineTypeSharedByDeclaratorsKeepsTheLinesAfter) {
     ++number;
     if (line == "int after_declaration;") declaration_line = number;
   }
-  EXPECT_EQ(declaration_line, 6) << out;
-  EXPECT_NE(out.find("static struct { int a; char b; } (*lmdx_shared_two)[4] [2];"),
+  EXPECT_EQ(declaration_line, 9) << out;
+  // The type as written, preprocessor line included, once.
+  EXPECT_NE(out.find("typedef struct {\n  int a; // the count\n#ifdef WIDE\n  long wide;\n#endif\n"
+                     "  char b;\n} lmdx_shared_type_one; "),
             std::string::npos)
+      << out;
+  EXPECT_NE(out.find("static lmdx_shared_type_one (*lmdx_shared_two)[4]\n  [2];"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'),
+            std::count(source.begin(), source.end(), '\n') + 2)
       << out;
 }
 
