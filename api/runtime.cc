@@ -198,6 +198,9 @@ int Init(const char* call, Style style) {
                   "may be called once)");
     }
     ever_initialized = true;
+    // Registered first, so it runs after the other exit handlers and before the destructors of
+    // the services the hang report asks (they were constructed before this call).
+    std::atexit([] { net::wait_board::StopAsking(); });
     ::on_exit(ExitAtOnceOffTheMainThread, nullptr);
     net::BootstrapInfo info = StartedByLauncher() ? net::DetectBootstrap() : SingletonBootstrap();
     StartModules(config::CurrentSettings(), info.rank, info.size, style == Style::kSpmd);

@@ -115,6 +115,7 @@ class HangWatch::Impl {
       take.sa_flags = SA_RESTART;
       ::sigemptyset(&take.sa_mask);
       took_sigquit_ = ::sigaction(SIGQUIT, &take, &previous_) == 0;
+      if (!took_sigquit_) sigquit_fd.store(-1);
     }
     thread_ = std::thread([this] { Run(); });
   }
@@ -123,8 +124,9 @@ class HangWatch::Impl {
     Stop();
     if (thread_.joinable()) thread_.join();
     if (took_sigquit_) {
-      ::sigaction(SIGQUIT, &previous_, nullptr);
+      // The fd first: a handler running meanwhile must not write into a number reused later.
       sigquit_fd.store(-1);
+      ::sigaction(SIGQUIT, &previous_, nullptr);
     }
   }
 
@@ -206,14 +208,28 @@ class HangWatch::Impl {
       }
     }
     // Every started request is awaited, even after a failure: the node refers to it until then.
-    // The wait is in slices, so that a node stopping under it does not keep this thread.
+    // The wait is in slices, so that a node stopping under it does not keep this thread, and
+    // bounded: a node whose progress thread is stuck is named instead of stalling the report.
+    auto deadline = Clock::now() + kAnswerWithin;
     for (std::size_t i = 0; i < pending.size(); ++i) {
+      bool answered = true;
       while (!pending[i]->done.WaitFor(milliseconds(200))) {
         if (stopping_.load(std::memory_order_acquire)) {
           // The node is going away and may never answer: its requests are left to it.
           for (auto& request : pending) static_cast<void>(request.release());
           return std::nullopt;
         }
+        if (Clock::now() >= deadline) {
+          answered = false;
+          break;
+        }
+      }
+      if (!answered) {
+        // Left to the node, which completes it if an answer ever comes; its report says why.
+        static_cast<void>(pending[i].release());
+        reports[i + 1].add_lines("did not answer within " + Seconds(kAnswerWithin) +
+                                 " (its progress thread may be stuck)");
+        continue;
       }
       try {
         InboundMessage reply = node_.Await(*pending[i]);
@@ -249,6 +265,9 @@ class HangWatch::Impl {
       if (report.waiting() < report.program_threads()) {
         text += who + ": " + std::to_string(report.program_threads() - report.waiting()) +
                 " thread(s) running\n";
+      } else if (report.quiet_ms() > 0) {
+        text += who + ": every thread waits; nothing arrived for " +
+                Seconds(milliseconds(report.quiet_ms())) + "\n";
       }
       for (const std::string& line : report.lines()) text += who + " " + line + "\n";
     }
@@ -256,6 +275,7 @@ class HangWatch::Impl {
   }
 
   static constexpr int kDeadlockStatus = 1;
+  static constexpr milliseconds kAnswerWithin{5000};
 
   Node& node_;
   Options options_;

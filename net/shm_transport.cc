@@ -303,7 +303,14 @@ void ShmTransport::Dispatch(Fd socket) {
                    ": not this job's user");
     return;
   }
-  int fd = socket.get();
+  // Close shuts setups down through a duplicate of their socket, held until the setup is done:
+  // the number it shuts down is never one the setup closed and something else reused.
+  auto alias = std::make_shared<Fd>(::dup(socket.get()));
+  if (!*alias) {
+    refusals_.Line("shm: refused a " + who + ": " + SystemErrorText("dup", errno));
+    return;
+  }
+  int fd = alias->get();
   {
     std::unique_lock lock(setups_mutex_);
     setups_changed_.wait(lock,
@@ -312,14 +319,13 @@ void ShmTransport::Dispatch(Fd socket) {
     ++setups_running_;
     setup_sockets_.insert(fd);
   }
-  auto done = [this, fd] {
+  auto done = [this, alias] {
     std::lock_guard lock(setups_mutex_);
-    setup_sockets_.erase(fd);
+    setup_sockets_.erase(alias->get());
     --setups_running_;
     setups_changed_.notify_all();
   };
   try {
-    // The socket closes after done(): Close never shuts down a number reused meanwhile.
     std::thread([this, socket = std::move(socket), done]() mutable {
       Accept(socket);
       done();

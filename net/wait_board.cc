@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdio>
 #include <mutex>
+#include <shared_mutex>
 #include <unordered_map>
 
 #include "base/clock.h"
@@ -24,6 +25,8 @@ namespace wait_board {
 namespace {
 
 struct Board {
+  // Held shared while the layers' callbacks run, so that StopAsking can wait them out.
+  std::shared_mutex callbacks_mutex;
   std::mutex mutex;
   Waiting* first = nullptr;  // the waits entered, newest first
   std::size_t waiting = 0;
@@ -53,6 +56,8 @@ struct ProgramThreadMark {
     counted = false;
     Board& board = TheBoard();
     board.os_program_threads.fetch_sub(1, std::memory_order_relaxed);
+    // A change like a wait's: the others' quiet starts again from here.
+    board.last_change_ns.store(MonotonicNs(), std::memory_order_relaxed);
     std::lock_guard lock(board.mutex);
     board.os_threads.erase(key);
   }
@@ -64,6 +69,23 @@ bool OnUserLevelThread() {
   Parking* parking = Completion::parking();
   return parking != nullptr && parking->Current() != nullptr;
 }
+
+// Holds the callbacks' lock shared, once per thread: a describer asks ThreadName under Take, and a
+// second shared lock by the same thread could wait behind StopAsking's exclusive one for ever.
+class CallbacksInUse {
+ public:
+  CallbacksInUse() {
+    if (depth_++ == 0) TheBoard().callbacks_mutex.lock_shared();
+  }
+  ~CallbacksInUse() {
+    if (--depth_ == 0) TheBoard().callbacks_mutex.unlock_shared();
+  }
+  CallbacksInUse(const CallbacksInUse&) = delete;
+  CallbacksInUse& operator=(const CallbacksInUse&) = delete;
+
+ private:
+  static inline thread_local int depth_ = 0;
+};
 
 std::string Seconds(std::int64_t ns) {
   char text[32];
@@ -113,8 +135,18 @@ void NoteProgramThread() {
 
 void NotAProgramThread() { program_thread_mark.Uncount(); }
 
+void StopAsking() {
+  Board& board = TheBoard();
+  std::unique_lock callbacks(board.callbacks_mutex);
+  std::lock_guard lock(board.mutex);
+  board.user_threads = nullptr;
+  board.user_thread_name = nullptr;
+  board.describers.clear();
+}
+
 std::string ThreadName(std::uint64_t key) {
   Board& board = TheBoard();
+  CallbacksInUse callbacks;
   std::function<std::string(std::uint64_t)> user_thread_name;
   {
     std::lock_guard lock(board.mutex);
@@ -147,6 +179,7 @@ void NoteTraffic() { TheBoard().last_traffic_ns.store(MonotonicNs(), std::memory
 
 Snapshot Take() {
   Board& board = TheBoard();
+  CallbacksInUse callbacks;
   Snapshot snapshot;
   std::function<std::size_t()> user_threads;
   std::vector<std::function<void(std::vector<std::string>&)>> describers;

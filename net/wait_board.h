@@ -70,6 +70,10 @@ void AddDescriber(std::function<void(std::vector<std::string>& lines)> describe)
 // "main thread", "OS thread 1234" or the threads layer's name ("thread 1:4") of a thread key.
 std::string ThreadName(std::uint64_t key);
 
+// Forgets the layers' counters, namers and describers, waiting for any call under way: from an
+// exit handler, before the static objects they refer to are destroyed.
+void StopAsking();
+
 // A frame arrived (other than the watch's own): the job is not quiet.
 void NoteTraffic();
 

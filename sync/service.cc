@@ -699,7 +699,7 @@ void Service::BarrierAll() {
     AllTryAdvanceLocked(all_epoch_, actions);
   }
   Run(actions);
-  WaitFor(*waiter, net::WaitReason{"lmdx_barrier_all"});
+  WaitFor(*waiter, net::WaitReason{"lmdx_barrier_all", {}, -1});
   hooks->OnAcquire({ObjectKind::kBarrier, kBarrierAllName, waiter->round}, waiter->payloads);
 }
 

@@ -331,7 +331,13 @@ std::uint64_t Service::JoinHere(std::uint64_t id) {
     it->second.joined = true;
     thread = it->second.thread;
   }
-  if (!thread->JoinUnless([this] { return CallerKilled(); })) {
+  // A wait in LMDX like any other, for the hang report (its reason names the thread joined).
+  std::string joined = Id(id);
+  net::WaitReason reason{"lmdx_join_thread of", joined};
+  std::optional<net::wait_board::Waiting> waiting(std::in_place, &reason);
+  bool ended = thread->JoinUnless([this] { return CallerKilled(); });
+  waiting.reset();
+  if (!ended) {
     std::lock_guard lock(mutex_);
     auto it = entries_.find(id);
     if (it != entries_.end()) it->second.joined = false;  // another thread may join it still

@@ -50,6 +50,9 @@ std::vector<char*> CStrings(const std::vector<std::string>& strings) {
   struct sigaction dfl = {};
   dfl.sa_handler = SIG_DFL;
   ::sigaction(SIGPIPE, &dfl, nullptr);
+  // A launcher started in the background by a script ignores SIGQUIT; rank 0 takes it for the
+  // hang report only from its default (net/hang_watch.h).
+  ::sigaction(SIGQUIT, &dfl, nullptr);
   ::sigprocmask(SIG_SETMASK, &mask, nullptr);
   ::execve(program, argv, envp);
   int e = errno;

@@ -8,8 +8,8 @@
 
 #include "base/error.h"
 #include "net/node.h"
-#include "net/wait_board.h"
 #include "net/ports.h"
+#include "net/wait_board.h"
 
 namespace lmdx::api {
 
@@ -27,10 +27,10 @@ void EndThreadIfKilled();
 
 template <typename Body>
 int Guard(const char* call, Body body) {
-  // A thread that calls LMDX is the program's: the hang watch counts it (net/wait_board.h).
-  net::wait_board::NoteProgramThread();
   EndThreadIfKilled();
   try {
+    // A thread that calls LMDX is the program's: the hang watch counts it (net/wait_board.h).
+    net::wait_board::NoteProgramThread();
     return body();
   } catch (const Error& error) {
     EndThreadIfKilled();  // a wait the kill interrupted ends the thread, not the job

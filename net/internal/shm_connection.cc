@@ -16,6 +16,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "net/internal/frame_assembly.h"
+#include "net/wait_board.h"
 
 namespace lmdx::net::internal {
 namespace {
@@ -192,6 +193,10 @@ bool ShmConnection::Poll() {
         in_.Get(taken, current_.payload + payload_got_, take);
         payload_got_ += take;
         taken += take;
+        // A payload that takes long to arrive is traffic all along, not only once it is whole:
+        // the hang watch must not take a long transfer for a deadlock. (The watch's own
+        // questions and answers carry no payload.)
+        wait_board::NoteTraffic();
         // Hand large pieces back at once so that the writer copies while this side does.
         if (taken >= in_.capacity() / 4) give_back();
         if (payload_got_ == current_.header.payload_length) Deliver();

@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "net/internal/frame_assembly.h"
+#include "net/wait_board.h"
 
 namespace lmdx::net::internal {
 namespace {
@@ -127,6 +128,10 @@ void TcpConnection::OnReadable() {
       Close(SystemErrorText("receive", errno));
       return;
     }
+    // A payload that takes long to arrive is traffic all along, not only once it is whole: the
+    // hang watch must not take a long transfer for a deadlock. (Its own questions and answers
+    // carry no payload.)
+    if (read_state_ == ReadState::kPayload) wait_board::NoteTraffic();
     budget -= std::min<std::size_t>(budget, static_cast<std::size_t>(got));
     // A short read drained the socket: stop here rather than pay a system call to hear EAGAIN
     // (epoll reports the socket again when more arrives).

@@ -55,6 +55,16 @@ TEST(HangWatchTest, ALockHeldByAWaitingThreadIsNamedWithItsHolder) {
                  "manages semaphore \"nobody_posts\": 1 waiting in lmdx_sema_p (from ranks 1)");
 }
 
+// A local join is a wait in LMDX too: main holds "L" and joins a thread that waits for it.
+TEST(HangWatchTest, AJoinOfAThreadWaitingForTheJoinersLockIsReported) {
+  ScopedEnv after("LMDX_DEADLOCK_AFTER", "1");
+  JobResult job = RunJob(Hangs(), 2, {"join_cycle"}, {}, seconds(60));
+  EXPECT_NE(job.exit_code, 0);
+  ExpectContains(job, "rank 0 main thread: lmdx_join_thread of \"thread 0:1\" for ");
+  ExpectContains(job, "rank 0 thread 0:1: lock \"L\" for ");
+  ExpectContains(job, "rank 0 holds lock \"L\" (main thread)");
+}
+
 TEST(HangWatchTest, SpmdRanksWaitingInReceivesAndBarriersAreReported) {
   ScopedEnv after("LMDX_DEADLOCK_AFTER", "1");
   JobResult job = RunJob(Hangs(), 3, {"spmd_recv"}, {}, seconds(60));

@@ -2,6 +2,8 @@
 //   barrier_never  threads style: a barrier of count nodes + 1, which can never fill
 //   lock_held      threads style: a thread on the last rank holds lock "L" and waits for a
 //                  semaphore nobody posts; main waits for "L"
+//   join_cycle     threads style: main holds lock "L" and joins a thread of its own node that
+//                  waits for "L"
 //   spmd_recv      SPMD: rank 1 waits in lmdx_recv for a message rank 0 never sends; the others
 //                  wait in lmdx_barrier_all
 //   late_pthread   threads style: main waits for a semaphore that a pthread (which has not
@@ -34,6 +36,12 @@ void* HoldLockAndWait(void*) {
   return nullptr;
 }
 
+void* TakeL(void*) {
+  lmdx_lock("L");
+  lmdx_unlock("L");
+  return nullptr;
+}
+
 void* Compute(void* seconds) {
   auto until = std::chrono::steady_clock::now() +
                std::chrono::seconds(reinterpret_cast<std::intptr_t>(seconds));
@@ -60,6 +68,9 @@ int Threads(const std::string& scenario, int argc, char** argv) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     lmdx_lock("L");
+  } else if (scenario == "join_cycle") {
+    lmdx_lock("L");
+    lmdx_join_thread(lmdx_start_thread_on(0, TakeL, nullptr));
   } else if (scenario == "late_pthread") {
     lmdx_sema_init("late", 0);
     std::thread poster([] {
