@@ -43,15 +43,22 @@ def children(pid):
         return []
 
 
-def rank_of(pid):
+def environment_of(pid, name):
     try:
         with open(f"/proc/{pid}/environ", "rb") as f:
             for entry in f.read().split(b"\0"):
-                if entry.startswith(b"LMDX_RANK="):
-                    return int(entry[len(b"LMDX_RANK="):])
-    except (OSError, ValueError):
+                if entry.startswith(name.encode() + b"="):
+                    return entry[len(name) + 1:].decode(errors="replace")
+    except OSError:
         pass
     return None
+
+
+def rank_of(pid):
+    try:
+        return int(environment_of(pid, "LMDX_RANK"))
+    except (TypeError, ValueError):
+        return None
 
 
 def alive(pid):
@@ -71,7 +78,8 @@ def alive(pid):
 
 def resources():
     """What a job could leave behind, by name: shared-memory files, Unix sockets (abstract ones
-    included) and temporary files whose names say LMDX."""
+    included) and temporary files whose names say LMDX. A run counts those that carry its job
+    id (LMDX_JOB_ID), which every name a job makes includes."""
     found = set()
     for folder in ("/dev/shm", "/tmp"):
         try:
@@ -116,6 +124,8 @@ def one_run(rng, bound, verbose, bin_dir):
             break
         time.sleep(0.01)
     nodes_seen = set(ranks.values())
+    # What this job made carries its id; other jobs running meanwhile are not its leftovers.
+    job_ids = {environment_of(pid, "LMDX_JOB_ID") for pid in nodes_seen} - {None}
     action = rng.random()
     if launcher.poll() is not None or not ranks:
         victims, target = [], "nothing (the job had ended)"
@@ -169,7 +179,7 @@ def one_run(rng, bound, verbose, bin_dir):
     # What the job made must be gone: allow the kernel a moment to drop a dead process's sockets.
     deadline = time.monotonic() + 2
     while True:
-        leaked = resources() - before
+        leaked = {r for r in resources() - before if any(job in r for job in job_ids)}
         if not leaked or time.monotonic() > deadline:
             break
         time.sleep(0.05)
