@@ -527,6 +527,11 @@ std::string Service::WildAccessText(void* address, FaultType type) {
     request.set_page(space_.PageOf(address));
     auto reply = Parse<wire::VariableReply>(
         node_.Request(0, kDsmRegionOf, request.SerializeAsString()).body, "region reply");
+    if (reply.found()) {
+      // Created since this node looked: the access raced with the variable's creation.
+      return text + " when this node looked; \"" + reply.region().name() +
+             "\" holds it now (was it used before it was created everywhere?)";
+    }
     if (!reply.has_nearest_below()) return text + "; no variable lies below it";
     Region nearest = FromWire(reply.nearest_below());
     auto* begin = reinterpret_cast<const char*>(space_.AppView(nearest.first_page));
