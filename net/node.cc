@@ -802,6 +802,18 @@ void Node::AwaitFinalize() {
 }
 
 void Node::Finalize() {
+  if (info_.rank == 0) {
+    // Rank 0 answered every rank's finalize request, and an answer may still wait in a send
+    // queue that stopping would drop (the rank would then see rank 0 lost). Every other rank
+    // leaves once its answer arrives, so rank 0 waits for their connections to close, briefly.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    for (int rank = 1; rank < info_.size; ++rank) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) break;
+      WaitUntilPeerGone(rank, left);
+    }
+  }
   AnnounceLeaving(std::nullopt);
   Stop();
 }
