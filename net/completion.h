@@ -88,7 +88,7 @@ class Completion {
 
   // reason names the wait in a hang report (net/wait_board.h); it lives as long as the call.
   void Wait(const WaitReason* reason = nullptr) {
-    if (done()) return;
+    if (DoneAndReleased()) return;
     wait_board::Waiting waiting(reason);
     WaitUntilDone();
   }
@@ -96,7 +96,7 @@ class Completion {
   // The caller then withdraws what it waited for (a queued lock request, a posted receive), or,
   // when it is too late for that, waits on with Wait. An OS thread is never interrupted.
   bool WaitUnlessInterrupted(const WaitReason* reason = nullptr) {
-    if (done()) return true;
+    if (DoneAndReleased()) return true;
     wait_board::Waiting waiting(reason);
     std::optional<Outcome> parked = ParkedWait(std::nullopt, /*interruptible=*/true);
     if (parked) return *parked == Outcome::kDone;
@@ -120,6 +120,14 @@ class Completion {
   bool done() const { return done_.load(std::memory_order_acquire); }
 
  private:
+  // Done, and the signaller is out of Signal: the lock taken once after done_ is seen is what
+  // lets the waiter destroy this object (see Signal). Spares a wait already over the board.
+  bool DoneAndReleased() {
+    if (!done()) return false;
+    std::lock_guard lock(mutex_);
+    return true;
+  }
+
   void WaitUntilDone() {
     if (ParkedWait(std::nullopt, /*interruptible=*/false)) return;
     DriveBriefly();
