@@ -41,23 +41,25 @@ INSTANTIATE_TEST_SUITE_P(Constructs, GoldenTest,
                            return name;
                          });
 
+// The input line number at which the output has `text` as a whole line (0 when it has none):
+// two lines of prologue (#include and #line), then the input's lines in place.
+int InputLineOf(const std::string& out, const std::string& text) {
+  std::istringstream lines(out);
+  std::string line;
+  int found = 0;
+  for (int number = -1; std::getline(lines, line); ++number) {
+    if (line == text) found = number;
+  }
+  return found;
+}
+
 TEST(TranslatorTest, LinesKeepTheirNumbers) {
   std::string source =
       "LMDX_shared int\n  spread[2]\n  [3];\nint after_declaration;\n"
       "LMDX_thread t(void *a) {\n}\nint after_thread;\n";
   std::string out = Translate(source, "x.c");
-  // Two lines of prologue (#include and #line), then the input's lines in place.
-  std::istringstream lines(out);
-  std::string line;
-  int number = -2;
-  int declaration_line = 0, thread_line = 0;
-  while (std::getline(lines, line)) {
-    ++number;
-    if (line == "int after_declaration;") declaration_line = number;
-    if (line == "int after_thread;") thread_line = number;
-  }
-  EXPECT_EQ(declaration_line, 4);
-  EXPECT_EQ(thread_line, 7);
+  EXPECT_EQ(InputLineOf(out, "int after_declaration;"), 4);
+  EXPECT_EQ(InputLineOf(out, "int after_thread;"), 7);
 }
 
 // A type written over several lines (comments and a preprocessor line in it too) shared by
@@ -70,15 +72,7 @@ TEST(TranslatorTest, AMultiLineTypeSharedByDeclaratorsKeepsTheLinesAfter) {
       "  char b;\n} one, two[4]\n  [2], three;\n"
       "int after_declaration;\n";
   std::string out = Translate(source, "x.c");
-  std::istringstream lines(out);
-  std::string line;
-  int number = -2;
-  int declaration_line = 0;
-  while (std::getline(lines, line)) {
-    ++number;
-    if (line == "int after_declaration;") declaration_line = number;
-  }
-  EXPECT_EQ(declaration_line, 9) << out;
+  EXPECT_EQ(InputLineOf(out, "int after_declaration;"), 9) << out;
   // The type as written, preprocessor line included, once.
   EXPECT_NE(out.find("typedef struct {\n  int a; // the count\n#ifdef WIDE\n  long wide;\n#endif\n"
                      "  char b;\n} lmdx_shared_type_one; "),

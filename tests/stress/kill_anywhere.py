@@ -17,6 +17,8 @@ import subprocess
 import sys
 import time
 
+from job_processes import node_pids
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT_BIN = os.path.join(ROOT, "bazel-bin")
 
@@ -33,14 +35,6 @@ PROGRAMS = [
     ("messages", "samples/jacobi/jacobi_msg", ["--size", "512", "--iterations", "8000"]),
 ]
 PROTOCOLS = ["sc", "update", "rc", "lrc", "hlrc"]
-
-
-def children(pid):
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(p) for p in f.read().split()]
-    except OSError:
-        return []
 
 
 def environment_of(pid, name):
@@ -116,7 +110,7 @@ def one_run(rng, bound, verbose, bin_dir):
     ranks = {}
     seen_until = time.monotonic() + 2
     while launcher.poll() is None and time.monotonic() < seen_until:
-        for pid in children(launcher.pid):
+        for pid in node_pids(launcher.pid):
             rank = rank_of(pid)
             if rank is not None:
                 ranks[rank] = pid

@@ -15,6 +15,8 @@ import sys
 import threading
 import time
 
+from job_processes import node_pids
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # (name, program, arguments, what a successful run prints, how many times: "nodes" or 1)
@@ -27,14 +29,6 @@ CASES = [
     ("dsm_visibility", "tests/dsm/dsm_checks", ["visibility"], "verified: visibility", 1),
     ("dsm_jacobi", "samples/jacobi/jacobi", ["--size", "512", "--iterations", "10"], "verified", 1),
 ]
-
-
-def node_pids(launcher_pid):
-    try:
-        with open(f"/proc/{launcher_pid}/task/{launcher_pid}/children") as f:
-            return [int(p) for p in f.read().split()]
-    except OSError:
-        return []
 
 
 def sample(pid):
