@@ -1,6 +1,7 @@
 #include "consistency/protocol_set.h"
 
 #include "base/error.h"
+#include "base/log.h"
 #include "consistency/home_based/internal/message_types.h"
 #include "consistency/internal/counted_memory.h"
 #include "consistency/sc_protocol.h"
@@ -123,16 +124,22 @@ std::string ProtocolSet::Trim(std::string payload, const std::string& knowledge)
   if (payload.empty() || knowledge.empty()) return payload;
   wire::HookPayloads parsed;
   wire::HookPayloads known;
-  if (!parsed.ParseFromString(payload) || !known.ParseFromString(knowledge)) {
-    throw Error(LMDX_ERR_INTERNAL, "a malformed consistency payload or summary at a lock handoff");
-  }
-  for (auto& entry : *parsed.mutable_entries()) {
-    for (const auto& summary : known.entries()) {
-      if (summary.protocol() != entry.protocol()) continue;
-      if (Protocol* protocol = Find(entry.protocol())) {
-        entry.set_data(protocol->Trim(std::move(*entry.mutable_data()), summary.data()));
+  try {
+    if (!parsed.ParseFromString(payload) || !known.ParseFromString(knowledge)) {
+      throw Error(LMDX_ERR_INTERNAL, "a malformed consistency payload or summary");
+    }
+    for (auto& entry : *parsed.mutable_entries()) {
+      for (const auto& summary : known.entries()) {
+        if (summary.protocol() != entry.protocol()) continue;
+        if (Protocol* protocol = Find(entry.protocol())) {
+          entry.set_data(protocol->Trim(std::move(*entry.mutable_data()), summary.data()));
+        }
       }
     }
+  } catch (const Error& error) {
+    // payload itself was only parsed, never moved from: it goes whole.
+    LogLine(std::string("a lock's payload was sent whole: ") + error.what());
+    return payload;
   }
   return parsed.SerializeAsString();
 }

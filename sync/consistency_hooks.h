@@ -56,7 +56,9 @@ class ConsistencyHooks {
   // Called under the sync layer's lock when a request leaves: it must be cheap and not block.
   virtual std::string Knowledge() { return {}; }
   // payload without what a node whose Knowledge() was knowledge has already acquired. Runs on
-  // the progress thread under the sync layer's lock: it must not block.
+  // the progress thread under the sync layer's lock: it must not block. Never throws: payload
+  // is consumed, so a summary it cannot use leaves the payload whole (only larger: the acquirer
+  // ignores what it already knows).
   virtual std::string Trim(std::string payload, const std::string& knowledge) {
     (void)knowledge;
     return payload;

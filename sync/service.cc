@@ -432,13 +432,7 @@ void Service::SendTokenLocked(Object& lock, Actions& actions) {
   grant.set_name(lock.name);
   std::string payload = std::move(lock.released);
   lock.released.clear();
-  try {
-    payload = CurrentConsistencyHooks()->Trim(std::move(payload), lock.next_knowledge);
-  } catch (const Error& error) {
-    // An untrimmed payload is only larger: the acquirer ignores what it already knows.
-    LogLine(std::string("sync: a lock's payload was sent whole: ") + error.what());
-  }
-  grant.add_payloads(std::move(payload));
+  grant.add_payloads(CurrentConsistencyHooks()->Trim(std::move(payload), lock.next_knowledge));
   actions.Send(lock.next, kLockGrant, std::move(grant));
   lock.next = -1;
   lock.next_knowledge.clear();
