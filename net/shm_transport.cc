@@ -326,8 +326,8 @@ void ShmTransport::Dispatch(Fd socket) {
     setups_changed_.notify_all();
   };
   try {
-    std::thread([this, socket = std::move(socket), done]() mutable {
-      Accept(socket);
+    std::thread([this, socket = std::move(socket), pid = credentials.pid, done]() mutable {
+      Accept(socket, pid);
       done();
     }).detach();
   } catch (const std::system_error& error) {
@@ -336,11 +336,8 @@ void ShmTransport::Dispatch(Fd socket) {
   }
 }
 
-void ShmTransport::Accept(Fd& socket) {
-  ucred credentials{};
-  socklen_t credentials_size = sizeof credentials;
-  ::getsockopt(socket.get(), SOL_SOCKET, SO_PEERCRED, &credentials, &credentials_size);
-  std::string label = "connection from pid " + std::to_string(credentials.pid);
+void ShmTransport::Accept(Fd& socket, pid_t pid) {
+  std::string label = "connection from pid " + std::to_string(pid);
   try {
     SetTimeouts(socket.get(), kSetupTimeoutMs);
     Handshake handshake = Handshake::AsServer(secret_, rank_);
@@ -387,8 +384,8 @@ void ShmTransport::Accept(Fd& socket) {
     setup.data_out = std::move(fds[3]);
     setup.space_in = std::move(fds[4]);
     setup.socket = std::move(socket);
-    ConnectionPtr connection = MakeConnection(
-        peer, "rank " + std::to_string(peer) + " (pid " + std::to_string(credentials.pid) + ")");
+    ConnectionPtr connection =
+        MakeConnection(peer, "rank " + std::to_string(peer) + " (pid " + std::to_string(pid) + ")");
     {
       std::lock_guard lock(mutex_);
       if (closing_) {

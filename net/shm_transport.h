@@ -1,6 +1,8 @@
 #ifndef LMDX_NET_SHM_TRANSPORT_H_
 #define LMDX_NET_SHM_TRANSPORT_H_
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <memory>
@@ -56,8 +58,8 @@ class ShmTransport : public Transport, private ProgressEngine::Poller {
   // Checks who connected, then hands the setup to a thread of its own: a connection that stalls
   // in its handshake must not keep the next peer waiting.
   void Dispatch(Fd socket);
-  // Takes socket over (moves it out) once the peer is accepted.
-  void Accept(Fd& socket);
+  // Takes socket over (moves it out) once the peer (process pid, this job's user) is accepted.
+  void Accept(Fd& socket, pid_t pid);
   void Connect(const ConnectionPtr& connection, const std::string& address);
   ConnectionPtr MakeConnection(int peer, const std::string& label);
   void Track(const ConnectionPtr& connection);
