@@ -46,12 +46,6 @@ bool SigquitIsDefault() {
          (current.sa_flags & SA_SIGINFO) == 0;
 }
 
-std::string Seconds(milliseconds ms) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.1f s", static_cast<double>(ms.count()) / 1000.0);
-  return text;
-}
-
 wire::WaitReport OwnReport() {
   wait_board::Snapshot snapshot = wait_board::Take();
   wire::WaitReport report;
@@ -181,7 +175,8 @@ class HangWatch::Impl {
       });
       if (!all_quiet) continue;
       std::string header = "lmdx: deadlock: every thread of every node has waited in LMDX for " +
-                           Seconds(options_.after) + " or more with no message moving:";
+                           wait_board::SecondsText(options_.after) +
+                           " or more with no message moving:";
       Print(header, *reports);
       if (options_.end_job) {
         Say("lmdx: deadlock: the job ends (LMDX_DEADLOCK_ACTION=warn only warns; "
@@ -227,7 +222,7 @@ class HangWatch::Impl {
       if (!answered) {
         // Left to the node, which completes it if an answer ever comes; its report says why.
         static_cast<void>(pending[i].release());
-        reports[i + 1].add_lines("did not answer within " + Seconds(kAnswerWithin) +
+        reports[i + 1].add_lines("did not answer within " + wait_board::SecondsText(kAnswerWithin) +
                                  " (its progress thread may be stuck)");
         continue;
       }
@@ -267,7 +262,7 @@ class HangWatch::Impl {
                 " thread(s) running\n";
       } else if (report.quiet_ms() > 0) {
         text += who + ": every thread waits; nothing arrived for " +
-                Seconds(milliseconds(report.quiet_ms())) + "\n";
+                wait_board::SecondsText(milliseconds(report.quiet_ms())) + "\n";
       }
       for (const std::string& line : report.lines()) text += who + " " + line + "\n";
     }

@@ -87,12 +87,6 @@ class CallbacksInUse {
   static inline thread_local int depth_ = 0;
 };
 
-std::string Seconds(std::int64_t ns) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.1f s", static_cast<double>(ns) / 1e9);
-  return text;
-}
-
 }  // namespace
 
 Waiting::Waiting(const WaitReason* reason) : reason_(reason) {
@@ -134,6 +128,12 @@ void NoteProgramThread() {
 }
 
 void NotAProgramThread() { program_thread_mark.Uncount(); }
+
+std::string SecondsText(std::chrono::nanoseconds duration) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f s", static_cast<double>(duration.count()) / 1e9);
+  return text;
+}
 
 void StopAsking() {
   Board& board = TheBoard();
@@ -206,7 +206,7 @@ Snapshot Take() {
   // Oldest wait first reads best.
   for (auto it = seen.rbegin(); it != seen.rend(); ++it) {
     snapshot.lines.push_back(ThreadName(it->thread) + ": " + it->what + " for " +
-                             Seconds(now - it->since_ns));
+                             SecondsText(std::chrono::nanoseconds(now - it->since_ns)));
   }
   for (const auto& describe : describers) describe(snapshot.lines);
   if (snapshot.waiting >= snapshot.program_threads) {
