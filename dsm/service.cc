@@ -153,14 +153,7 @@ void Service::RegisterHandlers() {
   node_.Handle(kDsmRegionOf, [this](net::InboundMessage& message, const net::ReplyTo* to) {
     if (to == nullptr) return;
     auto request = Parse<wire::RegionOfRequest>(message.body, "region request");
-    wire::VariableReply reply;
-    if (auto region = regions_.Containing(request.page())) {
-      reply.set_found(true);
-      *reply.mutable_region() = ToWire(*region);
-    } else if (auto nearest = regions_.NearestAtOrBelow(request.page())) {
-      *reply.mutable_nearest_below() = ToWire(*nearest);
-    }
-    node_.Reply(*to, reply.SerializeAsString());
+    node_.Reply(*to, LocalRegionReply(request.page()).SerializeAsString());
   });
   node_.Handle(kDsmFree, [this](net::InboundMessage& message, const net::ReplyTo* to) {
     if (to == nullptr) return;
@@ -247,13 +240,29 @@ void Service::Learn(const Region& region) {
   }
 }
 
+wire::VariableReply Service::LocalRegionReply(PageId page) const {
+  wire::VariableReply reply;
+  if (auto region = regions_.Containing(page)) {
+    reply.set_found(true);
+    *reply.mutable_region() = ToWire(*region);
+  } else if (auto nearest = regions_.NearestAtOrBelow(page)) {
+    *reply.mutable_nearest_below() = ToWire(*nearest);
+  }
+  return reply;
+}
+
+wire::VariableReply Service::RankZeroRegionReply(PageId page) {
+  if (node_.rank() == 0) return LocalRegionReply(page);
+  wire::RegionOfRequest request;
+  request.set_page(page);
+  return Parse<wire::VariableReply>(
+      node_.Request(0, kDsmRegionOf, request.SerializeAsString()).body, "region reply");
+}
+
 std::optional<Region> Service::RegionOf(PageId page) {
   if (auto known = regions_.Containing(page)) return known;
   if (node_.rank() == 0) return std::nullopt;
-  wire::RegionOfRequest request;
-  request.set_page(page);
-  auto reply = Parse<wire::VariableReply>(
-      node_.Request(0, kDsmRegionOf, request.SerializeAsString()).body, "region reply");
+  wire::VariableReply reply = RankZeroRegionReply(page);
   if (!reply.found()) return std::nullopt;
   Region region = FromWire(reply.region());
   Learn(region);
@@ -523,10 +532,7 @@ std::string Service::WildAccessText(void* address, FaultType type) {
   std::string text = access + " at " + Hex(address) +
                      " is inside the shared range but in no shared variable or heap block";
   try {
-    wire::RegionOfRequest request;
-    request.set_page(space_.PageOf(address));
-    auto reply = Parse<wire::VariableReply>(
-        node_.Request(0, kDsmRegionOf, request.SerializeAsString()).body, "region reply");
+    wire::VariableReply reply = RankZeroRegionReply(space_.PageOf(address));
     if (reply.found()) {
       // Created since this node looked: the access raced with the variable's creation.
       return text + " when this node looked; \"" + reply.region().name() +

@@ -91,6 +91,9 @@ class Service final : public consistency::PageMemory {
   std::optional<Region> AskPlacer(const wire::VariableRequest& request);
   void Learn(const Region& region);
   std::optional<Region> RegionOf(PageId page);
+  // What rank 0, which knows every region, says of page: its region, or the one nearest below.
+  wire::VariableReply LocalRegionReply(PageId page) const;  // on rank 0
+  wire::VariableReply RankZeroRegionReply(PageId page);     // from any rank
   // The protocol that keeps page coherent; throws when the page is not shared.
   consistency::Protocol& ProtocolOf(PageId page);
   // The counters of the protocol that keeps address (which is in shared memory).
