@@ -18,7 +18,7 @@ std::string SourceEdits::Apply(std::string_view source) const {
   std::size_t copied = 0;
   for (const Edit& edit : sorted) {
     if (edit.begin < copied || edit.end > source.size()) {
-      throw std::logic_error("lmdxpp: overlapping edits at byte " + std::to_string(edit.begin));
+      throw Overlap("lmdxpp: overlapping edits at byte " + std::to_string(edit.begin), edit.begin);
     }
     out.append(source.substr(copied, edit.begin - copied));
     out += edit.text;

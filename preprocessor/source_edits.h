@@ -2,6 +2,7 @@
 #define LMDX_PREPROCESSOR_SOURCE_EDITS_H_
 
 #include <cstddef>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,8 +16,14 @@ class SourceEdits {
   void Replace(std::size_t begin, std::size_t end, std::string text);
   void Insert(std::size_t at, std::string text) { Replace(at, at, std::move(text)); }
 
-  // The source with every edit applied. Edits must not overlap (a programming error otherwise);
-  // insertions at one place keep the order they were made in.
+  // Two edits that overlap: `byte` is where the later one begins.
+  struct Overlap : std::logic_error {
+    Overlap(const std::string& what, std::size_t at) : std::logic_error(what), byte(at) {}
+    std::size_t byte;
+  };
+
+  // The source with every edit applied. Edits must not overlap (Overlap otherwise); insertions
+  // at one place keep the order they were made in.
   std::string Apply(std::string_view source) const;
 
  private:

@@ -58,13 +58,32 @@ class Translator {
     skip_.assign(code_.size(), false);
   }
 
+  // Two rewrites that overlap are constructs lmdxpp cannot combine (found by fuzzing): the user
+  // gets the place, as for a malformed construct, rather than a crash.
+  std::string ApplyEdits() const {
+    try {
+      return edits_.Apply(source_);
+    } catch (const SourceEdits::Overlap& overlap) {
+      Location at;
+      for (std::size_t k = 0; k < overlap.byte && k < source_.size(); ++k) {
+        if (source_[k] == '\n') {
+          ++at.line;
+          at.column = 1;
+        } else {
+          ++at.column;
+        }
+      }
+      throw SourceError(at, "lmdxpp cannot rewrite the code here: two of its rewrites overlap");
+    }
+  }
+
   std::string Run() {
     CollectThreadNamesAndMacros();
     std::size_t i = 0;
     while (i < code_.size()) i = Step(i);
     RewriteSharedNamesInMacros();
     std::string out = "#include <lmdx/lmdx.h>\n#line 1 " + CString(file_name_) + "\n";
-    out += edits_.Apply(source_);
+    out += ApplyEdits();
     if (main_found_) {
       if (!out.empty() && out.back() != '\n') out += '\n';
       out += GeneratedMain();
