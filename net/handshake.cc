@@ -3,7 +3,6 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
-#include <openssl/rand.h>
 
 #include <algorithm>
 #include <cstring>
@@ -72,9 +71,7 @@ Handshake Handshake::AsClient(const JobSecret& secret, std::int32_t my_id,
 Handshake::Handshake(const JobSecret& secret, std::int32_t my_id, bool server,
                      std::int32_t expected_peer)
     : secret_(secret), my_id_(my_id), server_(server), expected_peer_(expected_peer) {
-  if (RAND_bytes(my_nonce_.data(), static_cast<int>(my_nonce_.size())) != 1) {
-    throw Error(LMDX_ERR_INTERNAL, "cannot make a handshake nonce: OpenSSL's RAND_bytes failed");
-  }
+  FillWithKernelRandom(my_nonce_.data(), my_nonce_.size(), "a handshake nonce");
   if (server_) {
     step_ = Step::kAwaitResponse;
     wanted_ = kResponseSize;

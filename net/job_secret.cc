@@ -1,6 +1,10 @@
 #include "net/job_secret.h"
 
-#include <openssl/rand.h>
+#include <errno.h>
+#include <sys/random.h>
+
+#include <cstring>
+#include <string>
 
 #include "base/error.h"
 
@@ -8,10 +12,21 @@ namespace lmdx::net {
 
 JobSecret JobSecret::Generate() {
   Bytes bytes{};
-  if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1) {
-    throw Error(LMDX_ERR_INTERNAL, "cannot create the job secret: OpenSSL's RAND_bytes failed");
-  }
+  FillWithKernelRandom(bytes.data(), bytes.size(), "the job secret");
   return JobSecret(bytes);
+}
+
+void FillWithKernelRandom(std::uint8_t* data, std::size_t size, const char* purpose) {
+  std::size_t filled = 0;
+  while (filled < size) {
+    ssize_t got = ::getrandom(data + filled, size - filled, 0);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      throw Error(LMDX_ERR_INTERNAL, std::string("cannot make ") + purpose +
+                                         ": getrandom failed: " + std::strerror(errno));
+    }
+    filled += static_cast<std::size_t>(got);
+  }
 }
 
 std::optional<JobSecret> JobSecret::FromHex(std::string_view text) {

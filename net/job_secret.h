@@ -16,7 +16,7 @@ class JobSecret {
   static constexpr std::size_t kBytes = 32;
   using Bytes = std::array<std::uint8_t, kBytes>;
 
-  // 32 bytes from OpenSSL's RAND_bytes.
+  // 32 bytes from the kernel's random source (FillWithKernelRandom).
   static JobSecret Generate();
   // nullopt unless text is exactly 64 hex digits.
   static std::optional<JobSecret> FromHex(std::string_view text);
@@ -28,6 +28,12 @@ class JobSecret {
  private:
   Bytes bytes_;
 };
+
+// Fills data with bytes from getrandom(2), for the secret and the handshake's nonces. The kernel,
+// not OpenSSL's RAND_bytes, because RAND_bytes keeps a generator per calling thread that lives
+// until the thread ends: a job that ends while a handshake thread still runs would report it as
+// a leak. Throws, naming purpose, if the kernel cannot give them.
+void FillWithKernelRandom(std::uint8_t* data, std::size_t size, const char* purpose);
 
 }  // namespace lmdx::net
 
