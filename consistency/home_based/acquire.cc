@@ -120,8 +120,13 @@ void HomeBasedProtocol::OnAcquire(const sync::SyncObject& object,
   for (PageId page : received.pages) {
     if (page >= table_.page_count()) continue;
     // A page this node never held needs no work (and no look-up of its home); under lrc its
-    // home brings it up to date at the first touch.
-    if (table_.access(page) == Access::kNone && !table_.busy(page)) continue;
+    // home brings it up to date at the first touch. Both read under the page's lock: a fetch
+    // ending between two unlocked reads would show "no access" and then "not busy", and its
+    // copy, fetched before the writes this acquire learnt of, would stay readable.
+    {
+      std::lock_guard lock(table_.StripeMutex(page));
+      if (table_.access(page) == Access::kNone && !table_.busy(page)) continue;
+    }
     if (HomeOf(page) != node_.rank()) {
       to_drop.push_back(page);
     } else if (lazy) {
