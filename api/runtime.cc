@@ -29,7 +29,8 @@ namespace {
 // buffering, set when the program starts (before it prints anything), keeps every whole line.
 [[maybe_unused]] const bool stdout_line_buffered = [] {
   bool under_a_launcher = false;
-  for (const char* rank : {"LMDX_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+  for (const char* rank :
+       {"LMDX_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"}) {
     under_a_launcher = under_a_launcher || std::getenv(rank) != nullptr;
   }
   if (under_a_launcher && ::isatty(STDOUT_FILENO) == 0) {
@@ -42,7 +43,7 @@ enum class Style { kThreads, kSpmd };
 
 struct Runtime {
   // A program started without a launcher hosts its own rendezvous and runs as a one-node job.
-  std::unique_ptr<net::RendezvousServer> own_rendezvous;
+  std::shared_ptr<net::RendezvousServer> own_rendezvous;
   std::unique_ptr<net::Node> node;
   // Created before the node joins (its handler is in place before any peer can send); outlives
   // the node, whose handler refers to it.
@@ -65,13 +66,6 @@ net::BootstrapInfo SingletonBootstrap() {
   info.bind_host = "127.0.0.1";
   info.launcher = "no launcher (one node)";
   return info;
-}
-
-bool StartedByLauncher() {
-  for (const auto& bootstrap : {net::MakeLauncherBootstrap(), net::MakeClusterBootstrap()}) {
-    if (bootstrap->Detected()) return true;
-  }
-  return false;
 }
 
 dsm::Options DsmOptions(const config::Settings& settings) {
@@ -202,7 +196,9 @@ int Init(const char* call, Style style) {
     // the services the hang report asks (they were constructed before this call).
     std::atexit([] { net::wait_board::StopAsking(); });
     ::on_exit(ExitAtOnceOffTheMainThread, nullptr);
-    net::BootstrapInfo info = StartedByLauncher() ? net::DetectBootstrap() : SingletonBootstrap();
+    net::BootstrapInfo info =
+        net::StartedByALauncher() ? net::DetectBootstrap() : SingletonBootstrap();
+    if (info.hosted_rendezvous) runtime.own_rendezvous = std::move(info.hosted_rendezvous);
     StartModules(config::CurrentSettings(), info.rank, info.size, style == Style::kSpmd);
     runtime.style = style;
     runtime.node = std::make_unique<net::Node>(info, AttachLayers);

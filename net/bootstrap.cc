@@ -72,7 +72,7 @@ constexpr ClusterVariables kClusterVariables[] = {
 class ClusterBootstrap : public Bootstrap {
  public:
   const char* name() const override { return "cluster launcher"; }
-  bool Detected() const override { return Find() != nullptr; }
+  bool Detected() const override { return Find() != nullptr && Get(env::kRendezvous) != nullptr; }
   BootstrapInfo Read() const override {
     const ClusterVariables* variables = Find();
     if (variables == nullptr) Fail("no cluster launcher variables are set");
@@ -84,7 +84,6 @@ class ClusterBootstrap : public Bootstrap {
     return info;
   }
 
- private:
   static const ClusterVariables* Find() {
     for (const ClusterVariables& variables : kClusterVariables) {
       if (Get(variables.rank) != nullptr && Get(variables.size) != nullptr) return &variables;
@@ -98,10 +97,24 @@ class ClusterBootstrap : public Bootstrap {
 std::unique_ptr<Bootstrap> MakeLauncherBootstrap() { return std::make_unique<LauncherBootstrap>(); }
 std::unique_ptr<Bootstrap> MakeClusterBootstrap() { return std::make_unique<ClusterBootstrap>(); }
 
+bool StartedByALauncher() {
+  for (auto make : {MakeLauncherBootstrap, MakeClusterBootstrap, MakePmixBootstrap}) {
+    if (make()->Detected()) return true;
+  }
+  return ClusterBootstrap::Find() != nullptr;
+}
+
 BootstrapInfo DetectBootstrap() {
-  for (auto make : {MakeLauncherBootstrap, MakeClusterBootstrap}) {
+  for (auto make : {MakeLauncherBootstrap, MakeClusterBootstrap, MakePmixBootstrap}) {
     std::unique_ptr<Bootstrap> bootstrap = make();
     if (bootstrap->Detected()) return bootstrap->Read();
+  }
+  if (const ClusterVariables* variables = ClusterBootstrap::Find()) {
+    Fail(std::string("started by ") + variables->launcher + " (" + variables->rank + "=" +
+         Get(variables->rank) +
+         "), which offers this process no PMIx server to exchange the job's addresses through: "
+         "start it with a launcher that does (mpirun, `srun --mpi=pmix`), or set " +
+         env::kJobSecret + " and " + env::kRendezvous + " for every process");
   }
   Fail(
       "this program was not started by an LMDX launcher (LMDX_RANK is not set); run it with "

@@ -10,6 +10,8 @@
 
 namespace lmdx::net {
 
+class RendezvousServer;
+
 // What a node must know to join its job.
 struct BootstrapInfo {
   int rank = 0;
@@ -19,6 +21,9 @@ struct BootstrapInfo {
   std::string job_id;      // names the job's resources (segments, files)
   std::string bind_host;   // where this node's transports listen
   std::string launcher;    // who started the node, for messages: "lmdx run", "OpenMPI", ...
+  // Rank 0 of a job whose launcher is not LMDX's hosts the rendezvous; it lives as long as the
+  // node.
+  std::shared_ptr<RendezvousServer> hosted_rendezvous;
 };
 
 // How a node learns its rank, the job size, the job secret and where to rendezvous. One
@@ -37,8 +42,15 @@ class Bootstrap {
 // `lmdx run`: every LMDX_* variable of net/bootstrap_env.h.
 std::unique_ptr<Bootstrap> MakeLauncherBootstrap();
 // A cluster launcher (OpenMPI's mpirun, Slurm's srun, a PMI launcher) gives rank and size in its
-// own variables; LMDX_JOB_SECRET and LMDX_RENDEZVOUS are forwarded to every node.
+// own variables, and LMDX_JOB_SECRET and LMDX_RENDEZVOUS were forwarded to every node by hand.
 std::unique_ptr<Bootstrap> MakeClusterBootstrap();
+// A launcher that offers PMIx (mpirun, srun --mpi=pmix): nothing to set by hand; rank 0 hosts the
+// rendezvous and the launcher's key-value exchange carries the job to the others
+// (net/pmix_bootstrap.cc).
+std::unique_ptr<Bootstrap> MakePmixBootstrap();
+
+// Whether some launcher started this process (else it runs alone, as a one-node job).
+bool StartedByALauncher();
 
 // Tries each bootstrap in turn. Throws lmdx::Error (LMDX_ERR_BOOTSTRAP) when none applies, with
 // a message that says how to start an LMDX program.

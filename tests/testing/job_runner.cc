@@ -49,10 +49,21 @@ JobResult RunJob(const std::string& program, int nodes,
   args.insert(args.end(), launcher_flags.begin(), launcher_flags.end());
   args.push_back("--");
   args.insert(args.end(), program_args.begin(), program_args.end());
+  return RunCommand(args, {}, limit);
+}
+
+JobResult RunCommand(const std::vector<std::string>& command,
+                     const std::vector<std::string>& extra_env, std::chrono::seconds limit) {
+  std::vector<std::string> args = command;
   std::vector<char*> argv;
   argv.reserve(args.size() + 1);
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
+  std::vector<std::string> env_strings = extra_env;
+  std::vector<char*> envp;
+  for (std::string& entry : env_strings) envp.push_back(entry.data());
+  for (char** entry = environ; *entry != nullptr; ++entry) envp.push_back(*entry);
+  envp.push_back(nullptr);
 
   int out_pipe[2];
   int err_pipe[2];
@@ -65,7 +76,7 @@ JobResult RunJob(const std::string& program, int nodes,
   posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
   auto start = std::chrono::steady_clock::now();
   pid_t pid = -1;
-  int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  int spawned = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);

@@ -26,6 +26,12 @@ JobResult RunJob(const std::string& program, int nodes,
                  const std::vector<std::string>& launcher_flags = {},
                  std::chrono::seconds limit = std::chrono::seconds(120));
 
+// Runs any command (argv[0] found on PATH when it has no slash) with extra_env added to this
+// process's environment ("NAME=value"), killed after `limit`.
+JobResult RunCommand(const std::vector<std::string>& command,
+                     const std::vector<std::string>& extra_env = {},
+                     std::chrono::seconds limit = std::chrono::seconds(120));
+
 // Counts the occurrences of needle in haystack.
 int CountOf(const std::string& haystack, const std::string& needle);
 
