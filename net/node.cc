@@ -245,7 +245,10 @@ void Node::JoinThroughRendezvous() {
     Stop();
     throw Error(LMDX_ERR_BOOTSTRAP, std::string("cannot join the job: ") + error.what());
   }
-  WatchRendezvous();
+  rendezvous_link_ = std::make_unique<RendezvousLink>(
+      engine_, std::move(rendezvous_fd_), info_,
+      [this] { return ending() || stopped_.load(std::memory_order_acquire); });
+  rendezvous_link_->Start();
 }
 
 // Waiting threads poll the network briefly (net/completion.h) only while this host has a core
@@ -262,37 +265,8 @@ void Node::ChooseDriveBudget() {
             " cores: waiting threads " + (oversubscribed ? "sleep at once" : "poll briefly"));
 }
 
-// The rendezvous connection stays open for the whole job: when it closes, the launcher is gone
-// and nothing will end this node in order, so it ends itself.
-void Node::WatchRendezvous() {
-  internal::SetNonBlocking(rendezvous_fd_.get(), true);
-  engine_.Add(rendezvous_fd_.get(), EPOLLIN | EPOLLRDHUP, [this](std::uint32_t) {
-    char byte;
-    ssize_t got = ::recv(rendezvous_fd_.get(), &byte, 1, MSG_DONTWAIT);
-    if (got > 0 || (got < 0 && errno == EAGAIN)) return;
-    engine_.Remove(rendezvous_fd_.get());
-    if (ending() || stopped_.load()) return;
-    LogLine("the launcher (" + info_.launcher + ", rendezvous " + info_.rendezvous +
-            ") is gone; this node ends");
-    ::_exit(1);
-  });
-}
-
 void Node::AnnounceLeaving(std::optional<int> status) {
-  if (!rendezvous_fd_) return;
-  wire::Leave leave;
-  leave.set_status_known(status.has_value());
-  leave.set_status(status.value_or(0));
-  FrameHeader header;
-  header.type = MessageType::kLeave;
-  header.source = info_.rank;
-  header.destination = Handshake::kRendezvousId;
-  try {
-    internal::SetNonBlocking(rendezvous_fd_.get(), false);
-    internal::WriteControlFrame(rendezvous_fd_.get(), header, leave.SerializeAsString());
-  } catch (const Error& error) {
-    DebugLine(std::string("cannot announce the end of this node: ") + error.what());
-  }
+  if (rendezvous_link_) rendezvous_link_->AnnounceLeaving(status);
 }
 
 void Node::RegisterBuiltinHandlers() {

@@ -22,6 +22,7 @@
 #include "net/mailbox.h"
 #include "net/message.h"
 #include "net/progress_engine.h"
+#include "net/rendezvous_link.h"
 #include "net/transport.h"
 #include "net/transport_choice.h"
 
@@ -183,7 +184,6 @@ class Node : public TransportHost {
 
  private:
   void JoinThroughRendezvous();
-  void WatchRendezvous();
   void ChooseDriveBudget();
   void ChooseNetworks();
   void StartTransports();
@@ -225,7 +225,8 @@ class Node : public TransportHost {
     OutgoingMessage message;
   };
   std::vector<EarlyFrame> early_frames_;
-  Fd rendezvous_fd_;
+  Fd rendezvous_fd_;  // until the job table came; then the link owns the connection
+  std::unique_ptr<RendezvousLink> rendezvous_link_;
   wire::JobTable job_table_;
 
   std::mutex handlers_mutex_;

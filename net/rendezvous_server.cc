@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -18,6 +19,7 @@
 #include "base/fd.h"
 #include "base/log.h"
 #include "net/handshake.h"
+#include "net/heartbeat.h"
 #include "net/internal/frame_io.h"
 #include "net/internal/socket.h"
 #include "net/wire.h"
@@ -49,6 +51,8 @@ class PollingRendezvousServer : public RendezvousServer {
         listener_(internal::ListenTcp(bind_host)),
         stop_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
         nodes_(static_cast<std::size_t>(job_size)),
+        heartbeat_(HeartbeatSettings::FromEnvironment()),
+        silence_(job_size, heartbeat_, MonotonicMs()),
         ranks_(static_cast<std::size_t>(job_size)) {
     if (!stop_fd_) ThrowSystemError("eventfd", errno, LMDX_ERR_INTERNAL);
     address_ = internal::FormatAddress(internal::LocalAddress(listener_.get()));
@@ -114,6 +118,41 @@ class PollingRendezvousServer : public RendezvousServer {
         bool readable = fds.size() > i + 2 && fds[i + 2].revents != 0;
         if (!Serve(clients_[i], readable)) clients_.erase(clients_.begin() + static_cast<long>(i));
       }
+      if (HeartbeatRunning() && MonotonicMs() >= next_tick_ms_) Tick();
+    }
+  }
+
+  // Once the job has started: the heartbeat's frames go out, and its silences are checked.
+  bool HeartbeatRunning() const { return heartbeat_.on() && table_sent_; }
+
+  void Tick() {
+    const std::int64_t now = MonotonicMs();
+    next_tick_ms_ = now + heartbeat_.period_ms;
+    for (Client& client : clients_) {
+      if (client.joined && !client.told_failure) SendFrame(client, MessageType::kHeartbeat, {});
+    }
+    for (int rank : silence_.Tick(now)) {
+      if (hang_reported_) break;
+      hang_reported_ = true;
+      const wire::NodeInfo& node = *nodes_[static_cast<std::size_t>(rank)];
+      char silent[32];
+      std::snprintf(silent, sizeof silent, "%.1f s",
+                    static_cast<double>(silence_.SilentForMs(rank, now)) / 1000.0);
+      std::string why = "rank " + std::to_string(rank) + " (host " + node.host() + ", pid " +
+                        std::to_string(node.pid()) + ") has sent nothing, not even a heartbeat, " +
+                        "for " + silent +
+                        ": it hangs (stopped, or stuck in the kernel) or its host cannot be "
+                        "reached; the job ends";
+      LogLine(why);
+      wire::ErrorReply error;
+      error.set_code(LMDX_ERR_PEER_LOST);
+      error.set_message(why);
+      for (Client& client : clients_) {
+        if (client.joined && client.rank != rank && !client.told_failure) {
+          SendFrame(client, MessageType::kError, error.SerializeAsString());
+          client.told_failure = true;
+        }
+      }
     }
   }
 
@@ -123,6 +162,7 @@ class PollingRendezvousServer : public RendezvousServer {
       if (client.handshake.state() == Handshake::State::kDone && client.joined) continue;
       if (soonest < 0 || client.deadline_ms < soonest) soonest = client.deadline_ms;
     }
+    if (HeartbeatRunning() && (soonest < 0 || next_tick_ms_ < soonest)) soonest = next_tick_ms_;
     if (soonest < 0) return -1;
     return static_cast<int>(std::max<std::int64_t>(0, soonest - MonotonicMs()));
   }
@@ -177,12 +217,14 @@ class PollingRendezvousServer : public RendezvousServer {
       if (pending) {
         Refuse(client, "it closed the connection before joining");
       } else {
+        silence_.Watch(client.rank, false, MonotonicMs());
         std::lock_guard lock(state_mutex_);
         ranks_[static_cast<std::size_t>(client.rank)].disconnected = true;
         state_changed_.notify_all();
       }
       return false;
     }
+    if (client.joined) silence_.Heard(client.rank, MonotonicMs());
     std::size_t used = 0;
     if (client.handshake.state() == Handshake::State::kRunning) {
       used = client.handshake.Feed(buffer, static_cast<std::size_t>(got));
@@ -219,6 +261,8 @@ class PollingRendezvousServer : public RendezvousServer {
         }
         if (!Join(client, body)) return false;
       } else if (header->type == MessageType::kLeave) {
+        // A node that ends in order may fall silent before its connection closes.
+        silence_.Watch(client.rank, false, MonotonicMs());
         std::lock_guard lock(state_mutex_);
         ranks_[static_cast<std::size_t>(client.rank)].left = true;
       }
@@ -302,6 +346,9 @@ class PollingRendezvousServer : public RendezvousServer {
     for (Client& client : clients_) {
       if (client.joined) SendFrame(client, MessageType::kJobTable, body);
     }
+    const std::int64_t now = MonotonicMs();
+    for (int rank = 0; rank < size_; ++rank) silence_.Watch(rank, true, now);
+    next_tick_ms_ = now + heartbeat_.period_ms;
   }
 
   JobSecret secret_;
@@ -313,6 +360,10 @@ class PollingRendezvousServer : public RendezvousServer {
   std::vector<std::optional<wire::NodeInfo>> nodes_;
   int joined_ = 0;
   std::atomic<bool> stopping_{false};
+  HeartbeatSettings heartbeat_;
+  SilenceWatch silence_;  // by rank
+  std::int64_t next_tick_ms_ = 0;
+  bool hang_reported_ = false;
 
   // Shared with the launcher's thread.
   struct RankState {

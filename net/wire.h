@@ -44,7 +44,8 @@ enum class MessageType : std::uint16_t {
   kPing = 8,              // request/reply round trip, used by tests and liveness checks
   kLeave = 9,             // rendezvous: a node ends in order (the launcher need not stop the job)
   kWaitReport = 10,       // the hang watch asks a node what its threads wait for; WaitReport
-  kFirstUnreserved = 11,  // net/ types end here
+  kHeartbeat = 11,        // rendezvous connection, both ways, every period (net/heartbeat.h)
+  kFirstUnreserved = 12,  // net/ types end here
   // sync/ 100..199, dsm/ and consistency/ 200..399, threads/ 400..499, ports 500..599.
   kFirstSync = 100,
   kFirstDsm = 200,

@@ -11,6 +11,8 @@
 //   computing      threads style: a thread computes (outside LMDX) for 3 s while main joins
 //                  it; ends "done". With "quit", rank 0 first asks its launcher (its parent) for
 //                  the report with SIGQUIT, as Ctrl-\ would.
+//   stopped        SPMD: the last rank stops itself with SIGSTOP; the others wait in
+//                  lmdx_barrier_all (for the heartbeat, net/heartbeat.h)
 #include <lmdx/lmdx.h>
 
 #include <signal.h>
@@ -100,6 +102,16 @@ int Threads(const std::string& scenario, int argc, char** argv) {
   return 0;
 }
 
+// The last rank stops itself (SIGSTOP: what a hung node looks like from outside, its process and
+// connections alive) while the others wait in lmdx_barrier_all.
+int StoppedRank(int argc, char** argv) {
+  lmdx_init_spmd(&argc, &argv);
+  if (lmdx_rank() == lmdx_size() - 1) ::raise(SIGSTOP);
+  lmdx_barrier_all();
+  lmdx_finalize();
+  return 0;
+}
+
 int Spmd(int argc, char** argv) {
   lmdx_init_spmd(&argc, &argv);
   if (lmdx_rank() == 1) {
@@ -116,5 +128,6 @@ int Spmd(int argc, char** argv) {
 int main(int argc, char** argv) {
   std::string scenario = argc > 1 ? argv[1] : "";
   if (scenario == "spmd_recv") return Spmd(argc, argv);
+  if (scenario == "stopped") return StoppedRank(argc, argv);
   return Threads(scenario, argc, argv);
 }
