@@ -23,11 +23,11 @@ std::string NewJobId() {
   return text;
 }
 
-LocalJob LocalJob::Create(int nodes) {
+LocalJob LocalJob::Create(int nodes, const std::string& rendezvous_host) {
   LocalJob job;
   auto secret = net::JobSecret::Generate();
   job.id_ = NewJobId();
-  job.rendezvous_ = net::RendezvousServer::Start(secret, nodes);
+  job.rendezvous_ = net::RendezvousServer::Start(secret, nodes, rendezvous_host);
   job.environment_ = {
       std::string(net::env::kJobSecret) + "=" + secret.Hex(),
       std::string(net::env::kRendezvous) + "=" + job.rendezvous_->address(),

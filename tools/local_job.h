@@ -14,8 +14,9 @@ namespace lmdx::tools {
 // rendezvous server where the nodes meet. The server lives as long as this object.
 class LocalJob : public JobWatch {
  public:
-  // Throws lmdx::Error when the rendezvous server cannot listen.
-  static LocalJob Create(int nodes);
+  // The rendezvous listens on rendezvous_host (an address of this machine), on an ephemeral
+  // port. Throws lmdx::Error when it cannot listen there.
+  static LocalJob Create(int nodes, const std::string& rendezvous_host = "127.0.0.1");
 
   const std::string& id() const { return id_; }
   // LMDX_JOB_SECRET, LMDX_RENDEZVOUS and LMDX_JOB_ID as "NAME=value", for every node.

@@ -51,6 +51,10 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions& options) {
       ->type_name("P");
   run->add_flag("--stats", options.stats,
                 "print every node's protocol statistics at the end (exported as LMDX_STATS=1)");
+  run->add_option("--rendezvous-host", options.rendezvous_host,
+                  "address the rendezvous listens on (default 127.0.0.1): one the nodes reach "
+                  "when a wrapper starts them in other network namespaces (docs/clusters.md)")
+      ->type_name("ADDRESS");
   run->add_option("--config", options.config,
                   "configuration file of every node (exported to them as LMDX_CONFIG)")
       ->type_name("FILE");
@@ -212,7 +216,7 @@ int RunCommand(const RunOptions& options, const Paths& paths) {
   spec.tag_output = options.tag_output;
   // The watch comes before the rendezvous server's thread, which must inherit the blocked mask.
   SignalWatch signals(LauncherSignals());
-  LocalJob job = LocalJob::Create(spec.nodes);
+  LocalJob job = LocalJob::Create(spec.nodes, options.rendezvous_host);
   spec.job_env = job.environment();
   // Rank 0 prints the matrix: it has the job table, and the choice is a function of the table
   // and the environment every node shares (net/transport_choice.h).

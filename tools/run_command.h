@@ -18,11 +18,12 @@ struct RunOptions {
   std::string nodes;  // text, so that "-n abc" gets our message rather than the parser's
   std::string timeout;
   std::string join_timeout;  // --join-timeout SECONDS; "" = LMDX_JOIN_TIMEOUT, else the default
-  std::string config;  // --config FILE; "" = LMDX_CONFIG's file, if that is set
+  std::string config;        // --config FILE; "" = LMDX_CONFIG's file, if that is set
   bool tag_output = false;
   bool show_transports = false;
   std::string protocol;  // --protocol P: every node's default protocol (LMDX_PROTOCOL)
   bool stats = false;    // --stats: the protocol statistics at the end (LMDX_STATS=1)
+  std::string rendezvous_host = "127.0.0.1";  // --rendezvous-host: where the rendezvous listens
   std::vector<std::string> args;
 };
 
