@@ -3,7 +3,10 @@
 
 #include <time.h>
 
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <string>
 
 namespace lmdx {
 
@@ -15,6 +18,13 @@ inline std::int64_t MonotonicNs() {
 }
 
 inline std::int64_t MonotonicMs() { return MonotonicNs() / 1000000; }
+
+// A duration as LMDX's messages write it: "12.3 s".
+inline std::string SecondsText(std::chrono::nanoseconds duration) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f s", static_cast<double>(duration.count()) / 1e9);
+  return text;
+}
 
 }  // namespace lmdx
 

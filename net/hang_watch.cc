@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "net/node.h"
@@ -175,8 +176,7 @@ class HangWatch::Impl {
       });
       if (!all_quiet) continue;
       std::string header = "lmdx: deadlock: every thread of every node has waited in LMDX for " +
-                           wait_board::SecondsText(options_.after) +
-                           " or more with no message moving:";
+                           SecondsText(options_.after) + " or more with no message moving:";
       Print(header, *reports);
       if (options_.end_job) {
         Say("lmdx: deadlock: the job ends (LMDX_DEADLOCK_ACTION=warn only warns; "
@@ -222,7 +222,7 @@ class HangWatch::Impl {
       if (!answered) {
         // Left to the node, which completes it if an answer ever comes; its report says why.
         static_cast<void>(pending[i].release());
-        reports[i + 1].add_lines("did not answer within " + wait_board::SecondsText(kAnswerWithin) +
+        reports[i + 1].add_lines("did not answer within " + SecondsText(kAnswerWithin) +
                                  " (its progress thread may be stuck)");
         continue;
       }
@@ -262,7 +262,7 @@ class HangWatch::Impl {
                 " thread(s) running\n";
       } else if (report.quiet_ms() > 0) {
         text += who + ": every thread waits; nothing arrived for " +
-                wait_board::SecondsText(milliseconds(report.quiet_ms())) + "\n";
+                SecondsText(milliseconds(report.quiet_ms())) + "\n";
       }
       for (const std::string& line : report.lines()) text += who + " " + line + "\n";
     }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 
 #include "base/clock.h"
@@ -17,16 +18,6 @@
 #include "net/wire.pb.h"
 
 namespace lmdx::net {
-
-namespace {
-
-std::string Seconds(std::int64_t ms) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f s", static_cast<double>(ms) / 1000.0);
-  return text;
-}
-
-}  // namespace
 
 RendezvousLink::RendezvousLink(ProgressEngine& engine, Fd fd, const BootstrapInfo& info,
                                std::function<bool()> ending)
@@ -91,7 +82,7 @@ void RendezvousLink::Tick() {
   if (!silence_.Tick(now).empty() && !ending_()) {
     EndThisNode("the rendezvous at " + info_.rendezvous + " (" + info_.launcher +
                 ") has sent nothing, not even a heartbeat, for " +
-                Seconds(silence_.SilentForMs(0, now)) +
+                SecondsText(std::chrono::milliseconds(silence_.SilentForMs(0, now))) +
                 ": its process hangs or its host cannot be reached; this node ends");
   }
   engine_.PostAfter(settings_.period_ms, [this] { Tick(); });

@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstdint>
-#include <cstdio>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -135,9 +134,8 @@ class PollingRendezvousServer : public RendezvousServer {
       if (hang_reported_) break;
       hang_reported_ = true;
       const wire::NodeInfo& node = *nodes_[static_cast<std::size_t>(rank)];
-      char silent[32];
-      std::snprintf(silent, sizeof silent, "%.1f s",
-                    static_cast<double>(silence_.SilentForMs(rank, now)) / 1000.0);
+      const std::string silent =
+          SecondsText(std::chrono::milliseconds(silence_.SilentForMs(rank, now)));
       std::string why = "rank " + std::to_string(rank) + " (host " + node.host() + ", pid " +
                         std::to_string(node.pid()) + ") has sent nothing, not even a heartbeat, " +
                         "for " + silent +

@@ -129,12 +129,6 @@ void NoteProgramThread() {
 
 void NotAProgramThread() { program_thread_mark.Uncount(); }
 
-std::string SecondsText(std::chrono::nanoseconds duration) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.1f s", static_cast<double>(duration.count()) / 1e9);
-  return text;
-}
-
 void StopAsking() {
   Board& board = TheBoard();
   std::unique_lock callbacks(board.callbacks_mutex);

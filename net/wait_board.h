@@ -67,9 +67,6 @@ void SetUserThreads(std::function<std::size_t()> count,
 // every report. Describers must not block.
 void AddDescriber(std::function<void(std::vector<std::string>& lines)> describe);
 
-// A duration as the hang report writes it: "12.3 s".
-std::string SecondsText(std::chrono::nanoseconds duration);
-
 // "main thread", "OS thread 1234" or the threads layer's name ("thread 1:4") of a thread key.
 std::string ThreadName(std::uint64_t key);
 
