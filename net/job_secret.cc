@@ -9,6 +9,20 @@
 #include "base/error.h"
 
 namespace lmdx::net {
+namespace {
+
+std::string HexOf(const std::uint8_t* bytes, std::size_t size) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string text;
+  text.reserve(2 * size);
+  for (std::size_t i = 0; i < size; ++i) {
+    text += kDigits[bytes[i] >> 4];
+    text += kDigits[bytes[i] & 0xf];
+  }
+  return text;
+}
+
+}  // namespace
 
 JobSecret JobSecret::Generate() {
   Bytes bytes{};
@@ -47,15 +61,12 @@ std::optional<JobSecret> JobSecret::FromHex(std::string_view text) {
   return JobSecret(bytes);
 }
 
-std::string JobSecret::Hex() const {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string text;
-  text.reserve(2 * kBytes);
-  for (std::uint8_t byte : bytes_) {
-    text += kDigits[byte >> 4];
-    text += kDigits[byte & 0xf];
-  }
-  return text;
+std::string JobSecret::Hex() const { return HexOf(bytes_.data(), bytes_.size()); }
+
+std::string NewJobId() {
+  std::uint8_t bytes[8];
+  FillWithKernelRandom(bytes, sizeof bytes, "a job id");
+  return HexOf(bytes, sizeof bytes);
 }
 
 }  // namespace lmdx::net

@@ -29,6 +29,10 @@ class JobSecret {
   Bytes bytes_;
 };
 
+// 16 random hex digits naming a job's resources (shared-memory segments, logs). Not derived from
+// the secret: the id appears in names anyone on the machine can read.
+std::string NewJobId();
+
 // Fills data with bytes from getrandom(2), for the secret and the handshake's nonces. The kernel,
 // not OpenSSL's RAND_bytes, because RAND_bytes keeps a generator per calling thread that lives
 // until the thread ends: a job that ends while a handshake thread still runs would report it as

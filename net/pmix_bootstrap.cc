@@ -42,18 +42,6 @@ std::string ThisHostsAddress() {
   return found;
 }
 
-std::string RandomJobId() {
-  std::uint8_t bytes[8];
-  FillWithKernelRandom(bytes, sizeof bytes, "a job id");
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string id;
-  for (std::uint8_t byte : bytes) {
-    id += kDigits[byte >> 4];
-    id += kDigits[byte & 0xf];
-  }
-  return id;
-}
-
 // Who started the process, for messages.
 std::string LauncherName() {
   if (std::getenv("OMPI_COMM_WORLD_RANK") != nullptr) return "OpenMPI (PMIx)";
@@ -80,7 +68,7 @@ class PmixBootstrap : public Bootstrap {
       info.secret = JobSecret::Generate();
       info.hosted_rendezvous = RendezvousServer::Start(info.secret, info.size, info.bind_host);
       info.rendezvous = info.hosted_rendezvous->address();
-      info.job_id = RandomJobId();
+      info.job_id = NewJobId();
       pmix.Publish(kSecretKey, info.secret.Hex());
       pmix.Publish(kRendezvousKey, info.rendezvous);
       pmix.Publish(kJobIdKey, info.job_id);

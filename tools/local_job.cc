@@ -1,32 +1,15 @@
 #include "tools/local_job.h"
 
-#include <sys/random.h>
-
-#include <cerrno>
-#include <cstdint>
-#include <cstdio>
-
 #include "base/error.h"
 #include "net/bootstrap_env.h"
 #include "net/job_secret.h"
 
 namespace lmdx::tools {
 
-std::string NewJobId() {
-  // Not derived from the secret: the id appears in names anyone on the machine can read.
-  std::uint64_t value = 0;
-  if (::getrandom(&value, sizeof(value), 0) != sizeof(value)) {
-    ThrowSystemError("getrandom", errno, LMDX_ERR_INTERNAL);
-  }
-  char text[17];
-  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(value));
-  return text;
-}
-
 LocalJob LocalJob::Create(int nodes, const std::string& rendezvous_host) {
   LocalJob job;
   auto secret = net::JobSecret::Generate();
-  job.id_ = NewJobId();
+  job.id_ = net::NewJobId();
   job.rendezvous_ = net::RendezvousServer::Start(secret, nodes, rendezvous_host);
   job.environment_ = {
       std::string(net::env::kJobSecret) + "=" + secret.Hex(),

@@ -33,9 +33,6 @@ class LocalJob : public JobWatch {
   std::vector<std::string> environment_;
 };
 
-// 16 random hex digits naming the job's resources (shared-memory segments, logs).
-std::string NewJobId();
-
 }  // namespace lmdx::tools
 
 #endif  // LMDX_TOOLS_LOCAL_JOB_H_
