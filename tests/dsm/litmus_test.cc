@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tests/testing/job_runner.h"
+#include "tests/testing/scoped_env.h"
 
 namespace lmdx::testing {
 namespace {
@@ -26,31 +27,6 @@ std::string ScratchFile(const std::string& name) {
   const char* directory = std::getenv("TEST_TMPDIR");
   return std::string(directory != nullptr ? directory : "/tmp") + "/" + name;
 }
-
-// Sets an environment variable for the jobs a test starts, and restores it.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    const char* old = std::getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (had_) {
-      ::setenv(name_, old_.c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
 
 JobResult ExpectVerified(const std::string& scenario, int nodes, int iterations,
                          const std::vector<std::string>& launcher_flags = {}) {

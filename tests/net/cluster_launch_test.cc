@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tests/testing/job_runner.h"
+#include "tests/testing/scoped_env.h"
 
 namespace lmdx::testing {
 namespace {
@@ -30,10 +31,12 @@ JobResult Mpirun(int nodes, const std::vector<std::string>& command,
 
 TEST(MpirunTest, ADsmProgramRunsUnderEveryProtocolFamily) {
   for (const char* protocol : {"sc", "lrc", "hlrc"}) {
-    ::setenv("LMDX_PROTOCOL", protocol, 1);
-    JobResult job = Mpirun(4, {BinaryFromEnv("JACOBI"), "--size", "256", "--iterations", "20"},
-                           {"LMDX_PROTOCOL"});
-    ::unsetenv("LMDX_PROTOCOL");
+    JobResult job;
+    {
+      ScopedEnv chosen("LMDX_PROTOCOL", protocol);
+      job = Mpirun(4, {BinaryFromEnv("JACOBI"), "--size", "256", "--iterations", "20"},
+                   {"LMDX_PROTOCOL"});
+    }
     ASSERT_EQ(job.exit_code, 0) << protocol << "\n" << job.out << job.err;
     EXPECT_NE(job.out.find("on 4 nodes, protocol " + std::string(protocol)), std::string::npos)
         << job.out;

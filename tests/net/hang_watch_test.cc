@@ -1,11 +1,11 @@
 // Jobs that hang on purpose (programs/hangs.cc) must end with a report of what each thread waits
 // for, instead of hanging silently; a job that only looks quiet must be left alone.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <string>
 
 #include "tests/testing/job_runner.h"
+#include "tests/testing/scoped_env.h"
 
 namespace lmdx::testing {
 namespace {
@@ -13,16 +13,6 @@ namespace {
 using std::chrono::seconds;
 
 std::string Hangs() { return BinaryFromEnv("HANGS"); }
-
-// Sets an environment variable for the jobs this test starts, and unsets it at the end.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
-  ~ScopedEnv() { ::unsetenv(name_); }
-
- private:
-  const char* name_;
-};
 
 void ExpectContains(const JobResult& job, const std::string& text) {
   EXPECT_NE(job.err.find(text), std::string::npos) << "missing: " << text << "\n" << job.err;

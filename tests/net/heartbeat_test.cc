@@ -4,12 +4,12 @@
 #include "net/heartbeat.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <string>
 #include <vector>
 
 #include "tests/testing/job_runner.h"
+#include "tests/testing/scoped_env.h"
 
 namespace lmdx::testing {
 namespace {
@@ -53,16 +53,6 @@ TEST(SilenceWatchTest, ZeroTurnsTheHeartbeatOff) {
   watch.Watch(0, true, 0);
   for (std::int64_t now = 100; now <= 2000; now += 100) EXPECT_TRUE(watch.Tick(now).empty());
 }
-
-// Sets a variable for the jobs a test starts, and unsets it at the end.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
-  ~ScopedEnv() { ::unsetenv(name_); }
-
- private:
-  const char* name_;
-};
 
 void ExpectTheStoppedRankNamed(const JobResult& job) {
   EXPECT_NE(job.exit_code, 0) << job.out << job.err;
