@@ -371,7 +371,11 @@ const Pattern kPatterns[] = {
                  "patterns: %s; usage: patterns prodcons|migratory|false-sharing|read-mostly|"
                  "neighbour [ITERATIONS >= 1] [--wrong-result]\n",
                  what.c_str());
+    lmdx_abort(2, "bad arguments");
   }
+  // The other ranks leave the ending to rank 0: one of them aborting first could stop the job
+  // before rank 0 had printed the usage. Rank 0's abort ends this wait.
+  lmdx_barrier_all();
   lmdx_abort(2, "bad arguments");
   std::abort();
 }
