@@ -181,4 +181,19 @@ Handshake::Mac Handshake::Proof(const char* label, const Nonce& first, const Non
   return mac;
 }
 
+std::uint64_t PairToken(const JobSecret& secret, std::string_view network, std::int32_t from,
+                        std::int32_t to) {
+  std::string text = "LMDX-pair-";
+  text.append(network);
+  PutU32(text, static_cast<std::uint32_t>(from));
+  PutU32(text, static_cast<std::uint32_t>(to));
+  std::array<std::uint8_t, 32> mac{};
+  unsigned int length = 0;
+  HMAC(EVP_sha256(), secret.bytes().data(), static_cast<int>(secret.bytes().size()),
+       reinterpret_cast<const unsigned char*>(text.data()), text.size(), mac.data(), &length);
+  std::uint64_t token = 0;
+  std::memcpy(&token, mac.data(), sizeof token);
+  return token;
+}
+
 }  // namespace lmdx::net

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "net/job_secret.h"
 
@@ -73,6 +74,12 @@ class Handshake {
   std::string output_;
   std::string error_;
 };
+
+// What every datagram or message of a connectionless network (udp, fabric) from rank `from` to
+// rank `to` carries instead of a handshake: 64 bits of HMAC(secret, network | from | to). A
+// stranger who does not know the job secret cannot make one, so its traffic is dropped unread.
+std::uint64_t PairToken(const JobSecret& secret, std::string_view network, std::int32_t from,
+                        std::int32_t to);
 
 }  // namespace lmdx::net
 

@@ -10,11 +10,13 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "net/fabric_transport.h"
 #include "net/handshake.h"
 #include "net/internal/frame_io.h"
 #include "net/internal/socket.h"
 #include "net/shm_transport.h"
 #include "net/tcp_transport.h"
+#include "net/udp_transport.h"
 #include "net/wire.pb.h"
 
 namespace lmdx::net {
@@ -119,10 +121,37 @@ void Node::StartTransports() {
       DebugLine(std::string("no shared-memory transport: ") + error.what());
     }
   }
+  // UCX costs start-up time and threads of its own, so fabric starts only where it was asked for
+  // (docs/decisions.md); a node that cannot start it goes on without (its pairs fall back).
+  bool fabric_wanted = info_.size > 1 && policy_.job == "fabric";
+  for (const auto& [pair, network] : policy_.pairs) fabric_wanted |= network == "fabric";
+  if (fabric_wanted) {
+    try {
+      add([this](TransportHost& host) {
+        return std::make_unique<FabricTransport>(engine_, host, info_.secret, info_.rank,
+                                                 info_.size);
+      });
+    } catch (const Error& error) {
+      LogLine(std::string("no fabric transport: ") + error.what());
+    }
+  }
   add([this](TransportHost& host) {
     return std::make_unique<TcpTransport>(engine_, host, info_.secret, info_.rank, info_.size,
                                           info_.bind_host);
   });
+  // udp is last in the preference, so a pair takes it only when the user asks (for the job, the
+  // pair or one frame's network hint); it costs a socket and no thread, so it is always offered.
+  if (info_.size > 1) {
+    try {
+      add([this](TransportHost& host) {
+        return std::make_unique<UdpTransport>(engine_, host, info_.secret, info_.rank, info_.size,
+                                              info_.bind_host);
+      });
+    } catch (const Error& error) {
+      if (error.code() == LMDX_ERR_INVALID_ARGUMENT) throw;
+      DebugLine(std::string("no udp transport: ") + error.what());
+    }
+  }
 }
 
 // Each peer gets the best network both nodes have (net/transport_choice.h), or the one the user

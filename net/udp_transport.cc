@@ -1,0 +1,458 @@
+#include "net/udp_transport.h"
+
+#include <arpa/inet.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "base/clock.h"
+#include "base/error.h"
+#include "net/handshake.h"
+#include "net/internal/socket.h"
+#include "net/wait_board.h"
+
+namespace lmdx::net {
+namespace {
+
+using internal::UdpDatagramHeader;
+
+// The largest datagram IPv4 carries, less our header: loopback takes it whole (MTU 64 KiB).
+constexpr std::size_t kLoopbackSegment = 65507 - UdpDatagramHeader::kSize;
+// Across a real network a datagram beyond the MTU is cut into IP fragments, and losing one loses
+// the datagram: 8 KiB (six fragments on Ethernet) is the size NFS and TreadMarks settled on.
+constexpr std::size_t kNetworkSegment = 8192 - UdpDatagramHeader::kSize;
+// The window keeps about this much in flight per peer, so that a burst fits the receiver's
+// socket buffer (kReceiveBuffer) and flow control, not the kernel, holds the sender back.
+constexpr std::size_t kBytesInFlight = 4u << 20;
+constexpr int kReceiveBuffer = 16 << 20;
+constexpr int kSendBuffer = 8 << 20;
+constexpr int kBatch = 16;  // datagrams per recvmmsg
+
+bool IsLoopback(const sockaddr_in& address) {
+  return (ntohl(address.sin_addr.s_addr) >> 24) == 127;
+}
+
+// LMDX_UDP_SEGMENT overrides the segment size (bytes of the frame stream per datagram).
+std::size_t SegmentBytes(const sockaddr_in& peer) {
+  const char* text = std::getenv("LMDX_UDP_SEGMENT");
+  if (text != nullptr && *text != '\0') {
+    char* end = nullptr;
+    long value = std::strtol(text, &end, 10);
+    if (*end != '\0' || value < 256 || value > static_cast<long>(kLoopbackSegment)) {
+      throw Error(LMDX_ERR_INVALID_ARGUMENT,
+                  "LMDX_UDP_SEGMENT must be a number of bytes from 256 to " +
+                      std::to_string(kLoopbackSegment) + ", not \"" + text + "\"");
+    }
+    return static_cast<std::size_t>(value);
+  }
+  return IsLoopback(peer) ? kLoopbackSegment : kNetworkSegment;
+}
+
+void SetBuffer(int fd, int option, int force_option, int bytes) {
+  // Root may go beyond net.core.rmem_max/wmem_max; others get what the limit allows.
+  if (::setsockopt(fd, SOL_SOCKET, force_option, &bytes, sizeof bytes) != 0) {
+    ::setsockopt(fd, SOL_SOCKET, option, &bytes, sizeof bytes);
+  }
+}
+
+Fd BindUdp(const std::string& host) {
+  sockaddr_in address = internal::ParseHostPort(host + ":1");
+  address.sin_port = 0;
+  Fd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd) ThrowSystemError("udp: socket", errno);
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    ThrowSystemError("udp: bind to " + host, errno);
+  }
+  SetBuffer(fd.get(), SO_RCVBUF, SO_RCVBUFFORCE, kReceiveBuffer);
+  SetBuffer(fd.get(), SO_SNDBUF, SO_SNDBUFFORCE, kSendBuffer);
+  return fd;
+}
+
+}  // namespace
+
+void UdpTransport::AfterLock::Run(TransportHost& host) {
+  for (auto& on_sent : sent) on_sent(true);
+  for (auto& [rank, why] : lost) host.OnPeerLost(rank, why);
+}
+
+UdpTransport::UdpTransport(ProgressEngine& engine, TransportHost& host, const JobSecret& secret,
+                           int rank, int size, const std::string& bind_host)
+    : engine_(engine),
+      host_(host),
+      secret_(secret),
+      rank_(rank),
+      size_(size),
+      socket_(BindUdp(bind_host)),
+      faults_(internal::UdpFaults::FromEnvironment(static_cast<std::uint64_t>(::getpid()))) {
+  local_address_ = internal::FormatAddress(internal::LocalAddress(socket_.get()));
+  receive_buffers_.assign(kBatch,
+                          std::vector<std::uint8_t>(UdpDatagramHeader::kSize + kLoopbackSegment));
+  if (faults_.any())
+    LogLine("udp: injecting faults into outgoing datagrams: " + faults_.Describe());
+  engine_.Add(socket_.get(), EPOLLIN, [this](std::uint32_t) { OnReadable(); });
+}
+
+UdpTransport::~UdpTransport() { Close(); }
+
+wire::Endpoint UdpTransport::LocalEndpoint() const {
+  wire::Endpoint endpoint;
+  endpoint.set_transport("udp");
+  endpoint.set_address(local_address_);
+  return endpoint;
+}
+
+void UdpTransport::SetJobTable(const wire::JobTable& table) {
+  std::vector<Peer> peers(static_cast<std::size_t>(size_));
+  for (const wire::NodeInfo& node : table.nodes()) {
+    int rank = node.rank();
+    if (rank < 0 || rank >= size_ || rank == rank_) continue;
+    for (const wire::Endpoint& endpoint : node.endpoints()) {
+      if (endpoint.transport() != "udp") continue;
+      Peer& peer = peers[static_cast<std::size_t>(rank)];
+      peer.address = internal::ParseHostPort(endpoint.address());
+      peer.token_out = PairToken(secret_, "udp", rank_, rank);
+      peer.token_in = PairToken(secret_, "udp", rank, rank_);
+      peer.segment_bytes = SegmentBytes(peer.address);
+      internal::ReliabilitySettings settings;
+      settings.window = static_cast<std::uint32_t>(
+          std::clamp<std::size_t>(kBytesInFlight / peer.segment_bytes, 8, 512));
+      settings.ack_every = std::max<std::uint32_t>(2, settings.window / 8);
+      peer.channel = std::make_unique<internal::ReliableChannel>(settings);
+      peer.reader = std::make_unique<internal::FrameReader>(host_, rank, rank_, "udp");
+    }
+  }
+  std::lock_guard lock(mutex_);
+  peers_ = std::move(peers);
+}
+
+void UdpTransport::Send(int dest, OutgoingMessage message, bool /*may_block*/) {
+  Outgoing outgoing;
+  message.header.body_length = static_cast<std::uint32_t>(message.body.size());
+  message.header.payload_length = message.payload.size;
+  message.header.source = rank_;
+  EncodeFrameHeader(message.header, outgoing.header);
+  outgoing.total = kFrameHeaderSize + message.body.size() + message.payload.size;
+  outgoing.message = std::move(message);
+  AfterLock after;
+  {
+    std::lock_guard lock(mutex_);
+    if (peers_.empty()) throw Error(LMDX_ERR_INTERNAL, "udp: send before the job table is known");
+    Peer& peer = peers_[static_cast<std::size_t>(dest)];
+    if (closed_ || peer.gone || !peer.channel) {
+      if (outgoing.message.on_sent) {
+        after.sent.push_back(
+            [on_sent = std::move(outgoing.message.on_sent)](bool) { on_sent(false); });
+      }
+    } else {
+      peer.used = true;
+      peer.queue.push_back(std::move(outgoing));
+      std::int64_t now = MonotonicMs();
+      PumpLocked(dest, now, &after);
+      ScheduleTimerLocked(now);
+    }
+  }
+  after.Run(host_);
+}
+
+void UdpTransport::PumpLocked(int rank, std::int64_t now, AfterLock* after) {
+  Peer& peer = peers_[static_cast<std::size_t>(rank)];
+  while (!peer.queue.empty() && peer.channel->CanSend()) {
+    auto segment = std::make_shared<std::vector<std::uint8_t>>();
+    segment->reserve(peer.segment_bytes);
+    // Fill the segment from as many queued frames as fit: small frames share a datagram.
+    while (!peer.queue.empty() && segment->size() < peer.segment_bytes) {
+      Outgoing& front = peer.queue.front();
+      const OutgoingMessage& message = front.message;
+      std::uint64_t body_end = kFrameHeaderSize + message.body.size();
+      while (front.offset < front.total && segment->size() < peer.segment_bytes) {
+        std::size_t room = peer.segment_bytes - segment->size();
+        const std::uint8_t* from;
+        std::uint64_t left;
+        if (front.offset < kFrameHeaderSize) {
+          from = front.header + front.offset;
+          left = kFrameHeaderSize - front.offset;
+        } else if (front.offset < body_end) {
+          from = reinterpret_cast<const std::uint8_t*>(message.body.data()) +
+                 (front.offset - kFrameHeaderSize);
+          left = body_end - front.offset;
+        } else {
+          from = static_cast<const std::uint8_t*>(message.payload.data) + (front.offset - body_end);
+          left = front.total - front.offset;
+        }
+        auto take = static_cast<std::size_t>(std::min<std::uint64_t>(left, room));
+        segment->insert(segment->end(), from, from + take);
+        front.offset += take;
+      }
+      if (front.offset < front.total) break;
+      if (front.message.on_sent) after->sent.push_back(std::move(front.message.on_sent));
+      peer.queue.pop_front();
+    }
+    std::uint32_t sequence = peer.channel->Record(segment, now);
+    TransmitLocked(rank, UdpDatagramHeader::kData, sequence, segment.get());
+  }
+}
+
+void UdpTransport::TransmitLocked(int rank, UdpDatagramHeader::Kind kind, std::uint32_t sequence,
+                                  const std::vector<std::uint8_t>* segment) {
+  Peer& peer = peers_[static_cast<std::size_t>(rank)];
+  UdpDatagramHeader header;
+  header.kind = kind;
+  header.source = rank_;
+  header.sequence = sequence;
+  header.cumulative = peer.channel->CumulativeAck();
+  header.selective = peer.channel->SelectiveAck();
+  header.room = static_cast<std::uint16_t>(std::min<std::uint32_t>(peer.channel->Room(), 0xffff));
+  header.token = peer.token_out;
+  if (auto echo = peer.channel->TakeEcho()) {
+    header.has_echo = true;
+    header.echo = *echo;
+  }
+  peer.channel->AckSent();
+  std::uint8_t bytes[UdpDatagramHeader::kSize];
+  header.Encode(bytes);
+  if (kind == UdpDatagramHeader::kData) ++segments_sent_;
+  SendDatagramLocked(peer.address, bytes, segment);
+}
+
+void UdpTransport::SendDatagramLocked(const sockaddr_in& to, const std::uint8_t* header,
+                                      const std::vector<std::uint8_t>* segment) {
+  auto put = [this](const sockaddr_in& address, const std::uint8_t* head, const std::uint8_t* data,
+                    std::size_t size) {
+    iovec pieces[2] = {{const_cast<std::uint8_t*>(head), UdpDatagramHeader::kSize},
+                       {const_cast<std::uint8_t*>(data), size}};
+    msghdr message{};
+    message.msg_name = const_cast<sockaddr_in*>(&address);
+    message.msg_namelen = sizeof address;
+    message.msg_iov = pieces;
+    message.msg_iovlen = size > 0 ? 2 : 1;
+    // A full socket buffer loses the datagram as a congested network would; the channel resends.
+    while (::sendmsg(socket_.get(), &message, MSG_DONTWAIT) < 0) {
+      if (errno == EINTR) continue;
+      ++send_failures_;
+      return;
+    }
+  };
+  const std::uint8_t* data = segment != nullptr ? segment->data() : nullptr;
+  std::size_t size = segment != nullptr ? segment->size() : 0;
+  switch (faults_.Next()) {
+    case internal::UdpFaults::Action::kDrop: return;
+    case internal::UdpFaults::Action::kDuplicate: put(to, header, data, size); break;
+    case internal::UdpFaults::Action::kHoldBack:
+      if (held_back_.empty()) {
+        held_back_.assign(header, header + UdpDatagramHeader::kSize);
+        held_back_.insert(held_back_.end(), data, data + size);
+        held_back_to_ = to;
+        return;
+      }
+      break;
+    case internal::UdpFaults::Action::kSend: break;
+  }
+  put(to, header, data, size);
+  if (!held_back_.empty()) {
+    std::vector<std::uint8_t> late = std::move(held_back_);
+    held_back_.clear();
+    put(held_back_to_, late.data(), late.data() + UdpDatagramHeader::kSize,
+        late.size() - UdpDatagramHeader::kSize);
+  }
+}
+
+void UdpTransport::OnReadable() {
+  for (;;) {
+    mmsghdr messages[kBatch] = {};
+    iovec pieces[kBatch];
+    for (int i = 0; i < kBatch; ++i) {
+      pieces[i] = {receive_buffers_[static_cast<std::size_t>(i)].data(),
+                   receive_buffers_[static_cast<std::size_t>(i)].size()};
+      messages[i].msg_hdr.msg_iov = &pieces[i];
+      messages[i].msg_hdr.msg_iovlen = 1;
+    }
+    int count = ::recvmmsg(socket_.get(), messages, kBatch, MSG_DONTWAIT, nullptr);
+    if (count < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) LogLine(SystemErrorText("udp: receive", errno));
+      return;
+    }
+    std::vector<Arrived> ready;
+    AfterLock after;
+    {
+      std::lock_guard lock(mutex_);
+      if (closed_) return;
+      std::int64_t now = MonotonicMs();
+      for (int i = 0; i < count; ++i) {
+        HandleDatagramLocked(receive_buffers_[static_cast<std::size_t>(i)].data(),
+                             messages[i].msg_len, now, &ready, &after);
+      }
+      ServeChannelsLocked(now, &after);
+      ScheduleTimerLocked(now);
+    }
+    // Frames go to the host outside the lock: its handlers send.
+    for (auto& [source, segment] : ready) {
+      Peer& peer = peers_[static_cast<std::size_t>(source)];
+      std::string error;
+      if (!peer.reader->Feed(segment->data(), segment->size(), &error)) {
+        std::lock_guard lock(mutex_);
+        MarkGoneLocked(source, "udp: rank " + std::to_string(source) + " sent " + error, &after);
+        break;
+      }
+      if (peer.reader->in_payload()) wait_board::NoteTraffic();
+    }
+    after.Run(host_);
+    if (count < kBatch) return;
+  }
+}
+
+void UdpTransport::HandleDatagramLocked(const std::uint8_t* data, std::size_t size,
+                                        std::int64_t now, std::vector<Arrived>* ready,
+                                        AfterLock* after) {
+  // Before the job table, a peer's first datagram cannot be checked: drop it unread, its
+  // sender resends it.
+  if (peers_.empty()) return;
+  auto header = UdpDatagramHeader::Decode(data, size);
+  if (!header || header->source < 0 || header->source >= size_ || header->source == rank_ ||
+      header->token != peers_[static_cast<std::size_t>(header->source)].token_in) {
+    strangers_.Line("udp: dropped a datagram of " + std::to_string(size) +
+                    " bytes that does not come from a node of this job");
+    return;
+  }
+  int source = header->source;
+  Peer& peer = peers_[static_cast<std::size_t>(source)];
+  if (peer.gone) return;
+  if (header->kind == UdpDatagramHeader::kBye) {
+    MarkGoneLocked(source, "", after);
+    return;
+  }
+  std::vector<std::uint32_t> resend;
+  peer.channel->OnAcknowledgement(
+      header->cumulative, header->selective, header->room,
+      header->has_echo ? std::optional<std::uint32_t>(header->echo) : std::nullopt, now, &resend);
+  for (std::uint32_t sequence : resend) {
+    auto segment = peer.channel->Stored(sequence);
+    if (segment) TransmitLocked(source, UdpDatagramHeader::kData, sequence, segment.get());
+  }
+  if (header->kind == UdpDatagramHeader::kData) {
+    peer.used = true;
+    std::vector<internal::ReliableChannel::Segment> in_order;
+    auto segment = std::make_shared<const std::vector<std::uint8_t>>(
+        data + UdpDatagramHeader::kSize, data + size);
+    peer.channel->OnData(header->sequence, std::move(segment), now, &in_order);
+    for (auto& piece : in_order) ready->emplace_back(source, std::move(piece));
+  }
+  PumpLocked(source, now, after);
+  if (closing_) drained_.notify_all();
+}
+
+// Acknowledgements due, timeouts expired, peers silent too long.
+void UdpTransport::ServeChannelsLocked(std::int64_t now, AfterLock* after) {
+  for (int rank = 0; rank < size_ && !peers_.empty(); ++rank) {
+    Peer& peer = peers_[static_cast<std::size_t>(rank)];
+    if (!peer.channel || peer.gone) continue;
+    std::vector<std::uint32_t> resend;
+    peer.channel->TakeExpired(now, &resend);
+    for (std::uint32_t sequence : resend) {
+      auto segment = peer.channel->Stored(sequence);
+      if (segment) TransmitLocked(rank, UdpDatagramHeader::kData, sequence, segment.get());
+    }
+    if (peer.channel->PeerSilent(now)) {
+      MarkGoneLocked(
+          rank,
+          "udp: rank " + std::to_string(rank) + " has acknowledged nothing for " +
+              SecondsText(std::chrono::milliseconds(internal::ReliabilitySettings{}.give_up_ms)),
+          after);
+      continue;
+    }
+    if (peer.channel->AckDue(now)) TransmitLocked(rank, UdpDatagramHeader::kAck, 0, nullptr);
+  }
+}
+
+void UdpTransport::OnTimer() {
+  AfterLock after;
+  {
+    std::lock_guard lock(mutex_);
+    timer_due_ms_ = -1;
+    if (closed_) return;
+    std::int64_t now = MonotonicMs();
+    ServeChannelsLocked(now, &after);
+    ScheduleTimerLocked(now);
+  }
+  after.Run(host_);
+}
+
+void UdpTransport::ScheduleTimerLocked(std::int64_t now) {
+  std::int64_t soonest = -1;
+  for (const Peer& peer : peers_) {
+    if (!peer.channel || peer.gone) continue;
+    std::int64_t when = peer.channel->NextDeadline();
+    if (when >= 0 && (soonest < 0 || when < soonest)) soonest = when;
+  }
+  if (soonest < 0 || (timer_due_ms_ >= 0 && timer_due_ms_ <= soonest)) return;
+  timer_due_ms_ = soonest;
+  engine_.PostAfter(static_cast<int>(std::max<std::int64_t>(0, soonest - now)),
+                    [this] { OnTimer(); });
+}
+
+void UdpTransport::MarkGoneLocked(int rank, const std::string& why, AfterLock* after) {
+  Peer& peer = peers_[static_cast<std::size_t>(rank)];
+  if (peer.gone) return;
+  peer.gone = true;
+  // Frames still queued for it will never go: their senders learn so.
+  for (Outgoing& outgoing : peer.queue) {
+    if (outgoing.message.on_sent) {
+      after->sent.push_back(
+          [on_sent = std::move(outgoing.message.on_sent)](bool) { on_sent(false); });
+    }
+  }
+  peer.queue.clear();
+  drained_.notify_all();
+  if (closing_ || !peer.used) return;
+  after->lost.emplace_back(
+      rank, why.empty() ? "udp: rank " + std::to_string(rank) + " left the job" : why);
+}
+
+bool UdpTransport::DrainedLocked() const {
+  for (const Peer& peer : peers_) {
+    if (!peer.channel || peer.gone) continue;
+    if (!peer.queue.empty() || peer.channel->InFlight() > 0) return false;
+  }
+  return true;
+}
+
+void UdpTransport::Close() {
+  {
+    std::unique_lock lock(mutex_);
+    if (closing_) return;
+    closing_ = true;
+    // Linger while the progress thread still runs, so that retransmissions can finish what the
+    // job's last frames started; never on the progress thread, which must serve them.
+    if (!engine_.InDispatch()) {
+      drained_.wait_for(lock, std::chrono::milliseconds(kLingerMs),
+                        [this] { return DrainedLocked(); });
+    }
+    // Tell every peer this node leaves, so that none lingers for acknowledgements from it.
+    for (int rank = 0; rank < size_ && !peers_.empty(); ++rank) {
+      Peer& peer = peers_[static_cast<std::size_t>(rank)];
+      if (!peer.channel || peer.gone || !peer.used) continue;
+      for (int copy = 0; copy < 2; ++copy)
+        TransmitLocked(rank, UdpDatagramHeader::kBye, 0, nullptr);
+    }
+    closed_ = true;
+    if (std::getenv("LMDX_TRANSPORT_STATS") != nullptr) {
+      std::uint64_t resent = 0;
+      std::string rtos;
+      for (const Peer& peer : peers_) {
+        resent += peer.channel ? peer.channel->retransmitted() : 0;
+        if (peer.channel) rtos += " " + std::to_string(peer.channel->RtoMs());
+      }
+      LogLine("udp: " + std::to_string(segments_sent_) + " segments sent, " +
+              std::to_string(resent) + " sent again, " + std::to_string(send_failures_) +
+              " refused by a full socket buffer; timeouts (ms)" + rtos);
+    }
+  }
+  engine_.Remove(socket_.get());
+}
+
+}  // namespace lmdx::net

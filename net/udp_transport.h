@@ -1,0 +1,124 @@
+#ifndef LMDX_NET_UDP_TRANSPORT_H_
+#define LMDX_NET_UDP_TRANSPORT_H_
+
+#include <netinet/in.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/fd.h"
+#include "base/log.h"
+#include "net/internal/frame_reader.h"
+#include "net/internal/reliable_channel.h"
+#include "net/internal/udp_datagram.h"
+#include "net/internal/udp_faults.h"
+#include "net/job_secret.h"
+#include "net/progress_engine.h"
+#include "net/transport.h"
+
+namespace lmdx::net {
+
+// The UDP transport, for networks where TreadMarks ran: one datagram socket per node and, per
+// peer, a reliable ordered channel (net/internal/reliable_channel.h) that carries the frames as a
+// byte stream cut into segments. Small frames share a datagram; a large frame spans many.
+//
+// Every datagram carries the pair's token (net/handshake.h PairToken), so there is no handshake
+// and a stranger's datagrams are dropped unread. Acknowledgements ride on data going back, or go
+// alone after a few milliseconds, at once after a gap (so the sender resends at once) or after
+// every few segments of a stream.
+//
+// Sending copies each segment once, since it must be kept until acknowledged; the caller's
+// buffer is free (on_sent) once its last byte is in a segment. Frames wait in a queue while the
+// window is full; acknowledgements, processed by the progress thread, move them on, so Send never
+// blocks.
+//
+// Closing lingers (at most kLingerMs) until every peer has acknowledged everything or said it
+// leaves too, so the last frames of a job are not lost with the process that sent them.
+class UdpTransport : public Transport {
+ public:
+  UdpTransport(ProgressEngine& engine, TransportHost& host, const JobSecret& secret, int rank,
+               int size, const std::string& bind_host);
+  ~UdpTransport() override;
+
+  const char* name() const override { return "udp"; }
+  wire::Endpoint LocalEndpoint() const override;
+  void SetJobTable(const wire::JobTable& table) override;
+  void Send(int dest, OutgoingMessage message, bool may_block) override;
+  void Close() override;
+
+  static constexpr int kLingerMs = 1000;
+
+ private:
+  struct Outgoing {
+    OutgoingMessage message;
+    std::uint8_t header[kFrameHeaderSize] = {};
+    std::uint64_t offset = 0;  // bytes already in segments
+    std::uint64_t total = 0;
+  };
+  struct Peer {
+    sockaddr_in address{};
+    std::uint64_t token_out = 0;  // what this node's datagrams to the peer carry
+    std::uint64_t token_in = 0;   // what the peer's datagrams carry
+    std::size_t segment_bytes = 0;
+    std::unique_ptr<internal::ReliableChannel> channel;
+    std::deque<Outgoing> queue;
+    std::unique_ptr<internal::FrameReader> reader;  // touched only while dispatching
+    bool used = false;  // any frame went either way (a departure then matters)
+    bool gone = false;  // said it leaves, or was lost
+  };
+  // Work found under the lock and done after it: callbacks may send again.
+  struct AfterLock {
+    std::vector<std::function<void(bool)>> sent;
+    std::vector<std::pair<int, std::string>> lost;
+    void Run(TransportHost& host);
+  };
+
+  using Arrived = std::pair<int, internal::ReliableChannel::Segment>;  // source rank, segment
+  void OnReadable();
+  // One datagram from the socket; in-order segments for the frame reader go to *ready.
+  void HandleDatagramLocked(const std::uint8_t* data, std::size_t size, std::int64_t now,
+                            std::vector<Arrived>* ready, AfterLock* after);
+  // Moves queued frames into segments while the window allows.
+  void PumpLocked(int rank, std::int64_t now, AfterLock* after);
+  void TransmitLocked(int rank, internal::UdpDatagramHeader::Kind kind, std::uint32_t sequence,
+                      const std::vector<std::uint8_t>* segment);
+  void SendDatagramLocked(const sockaddr_in& to, const std::uint8_t* header,
+                          const std::vector<std::uint8_t>* segment);
+  void OnTimer();
+  void ServeChannelsLocked(std::int64_t now, AfterLock* after);
+  void ScheduleTimerLocked(std::int64_t now);
+  void MarkGoneLocked(int rank, const std::string& why, AfterLock* after);
+  bool DrainedLocked() const;
+
+  ProgressEngine& engine_;
+  TransportHost& host_;
+  JobSecret secret_;
+  int rank_;
+  int size_;
+  Fd socket_;
+  std::string local_address_;
+  std::vector<std::vector<std::uint8_t>> receive_buffers_;  // dispatch only
+
+  mutable std::mutex mutex_;  // guards everything below
+  std::condition_variable drained_;
+  std::vector<Peer> peers_;  // by rank; empty until the job table is known
+  internal::UdpFaults faults_;
+  std::vector<std::uint8_t> held_back_;  // a datagram the fault injector reorders
+  sockaddr_in held_back_to_{};
+  bool closing_ = false;
+  bool closed_ = false;
+  std::int64_t timer_due_ms_ = -1;
+  std::uint64_t segments_sent_ = 0;
+  std::uint64_t send_failures_ = 0;
+  LogLimiter strangers_{"udp datagrams from strangers"};
+};
+
+}  // namespace lmdx::net
+
+#endif  // LMDX_NET_UDP_TRANSPORT_H_
