@@ -132,7 +132,7 @@ void Node::StartTransports() {
                                                  info_.size);
       });
     } catch (const Error& error) {
-      LogLine(std::string("no fabric transport: ") + error.what());
+      LogLine(std::string("going without the fabric transport: ") + error.what());
     }
   }
   add([this](TransportHost& host) {

@@ -1,0 +1,121 @@
+#ifndef LMDX_NET_FABRIC_TRANSPORT_H_
+#define LMDX_NET_FABRIC_TRANSPORT_H_
+
+#include <ucp/api/ucp.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/log.h"
+#include "net/job_secret.h"
+#include "net/progress_engine.h"
+#include "net/transport.h"
+
+namespace lmdx::net {
+namespace internal {
+class UcxWorker;
+}
+
+// The fabric transport: frames as UCX active messages (net/internal/ucx_am_header.h), over
+// whatever UCX finds or UCX_TLS names (InfiniBand, RoCE, TCP, shared memory). One UCX context and
+// worker per node; an endpoint to a peer is made by the first send to it, from the worker address
+// the peer advertised through the rendezvous.
+//
+// Threads. Every UCX call is made under one mutex (ucx_mutex_) and the worker is in UCX's
+// serialized mode: Send may come from any thread, and a thread that waits for the network polls
+// the worker itself (this transport is a ProgressEngine::Poller), so a reply reaches it without
+// waking the progress thread. UCX's callbacks only record what happened; the frames, on_sent
+// calls and lost peers they record are handed to the node after the mutex is released, on the
+// dispatching thread. So the node's handlers, which may send, never run inside UCX, and a node
+// lock held by a sender is never waited for under the UCX mutex.
+//
+// Order. Each ordered pair of ranks numbers its frames; the receiver hands them over in that
+// order. A rendezvous message's data is fetched (into the memory the receiver named, when it
+// named some) before the frames after it are handed over, and active messages that UCX delivers
+// out of order (several lanes) are put back in order.
+//
+// Trust. The rendezvous that hands out worker addresses is authenticated, but anyone may send to
+// a UCX worker. Every message carries a 64-bit token derived from the job secret for its ordered
+// pair of ranks (PairToken); anything else is dropped unread, with a rate-limited log line.
+//
+// Sleeping. The worker's event descriptor is in the progress engine's epoll set; before the
+// progress thread sleeps the worker is progressed until it has nothing and then armed (a busy
+// worker is progressed again), so an idle node does not spin.
+class FabricTransport : public Transport, private ProgressEngine::Poller {
+ public:
+  // Throws lmdx::Error when UCX cannot start here (the node then goes without fabric).
+  FabricTransport(ProgressEngine& engine, TransportHost& host, const JobSecret& secret, int rank,
+                  int size);
+  ~FabricTransport() override;
+
+  const char* name() const override { return "fabric"; }
+  wire::Endpoint LocalEndpoint() const override;
+  void SetJobTable(const wire::JobTable& table) override;
+  // UCX queues what it cannot send at once and never blocks, so may_block changes nothing; the
+  // frame's memory is kept until UCX is done with it and on_sent runs then.
+  void Send(int dest, OutgoingMessage message, bool may_block) override;
+  void Close() override;
+
+ private:
+  struct SendOp;
+  struct Inbound;
+  struct Peer;
+
+  // UCX's callbacks (they run inside ucp_worker_progress, under ucx_mutex_).
+  static ucs_status_t OnActiveMessage(void* arg, const void* header, std::size_t header_length,
+                                      void* data, std::size_t length,
+                                      const ucp_am_recv_param_t* param);
+  static void OnSendDone(void* request, ucs_status_t status, void* user_data);
+  static void OnFetched(void* request, ucs_status_t status, std::size_t length, void* user_data);
+  static void OnEndpointError(void* arg, ucp_ep_h endpoint, ucs_status_t status);
+
+  ucs_status_t Arrived(const void* header, std::size_t header_length, void* data,
+                       std::size_t length, const ucp_am_recv_param_t* param);
+  void Refuse(const std::string& why);
+  // Records the peer lost (once) for Deliver to report; caller holds ucx_mutex_.
+  void LoseLocked(Peer& peer, const std::string& why);
+  ucp_ep_h EndpointLocked(Peer& peer);
+  // Progresses the worker until it has nothing left; caller holds ucx_mutex_.
+  bool ProgressLocked();
+  void CloseFailedEndpointsLocked();
+  // Hands what the callbacks recorded to the node; on the dispatching thread only.
+  bool Deliver();
+  // Moves peer's frames along in order: places, fetches, hands over. True if any moved.
+  bool AdvancePeer(Peer& peer);
+
+  // ProgressEngine::Poller.
+  bool Poll() override;
+  bool Arm() override;
+  void Disarm() override {}
+  void OnEventFd();
+
+  ProgressEngine& engine_;
+  TransportHost& host_;
+  JobSecret secret_;
+  int rank_;
+  int size_;
+  std::unique_ptr<internal::UcxWorker> worker_;
+  std::size_t body_in_header_limit_;
+  bool registered_ = false;  // the event descriptor and poller are with the engine
+  LogLimiter refusals_{"refused fabric messages"};
+
+  std::mutex ucx_mutex_;                      // held around every UCX call; guards everything below
+  std::vector<std::unique_ptr<Peer>> peers_;  // by rank, once the job table is known
+  std::set<SendOp*> sends_in_flight_;
+  std::vector<std::pair<std::function<void(bool)>, bool>> finished_sends_;
+  std::vector<std::pair<int, std::string>> lost_;
+  std::set<int> peers_with_arrivals_;
+  std::vector<ucp_ep_h> failed_endpoints_;  // closed by force outside UCX's callbacks
+  bool closing_ = false;
+};
+
+}  // namespace lmdx::net
+
+#endif  // LMDX_NET_FABRIC_TRANSPORT_H_

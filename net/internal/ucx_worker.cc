@@ -1,0 +1,108 @@
+#include "net/internal/ucx_worker.h"
+
+#include <cstdlib>
+
+#include "base/error.h"
+
+namespace lmdx::net::internal {
+namespace {
+
+// The reason is often the transports asked for, so the text names them when the user did.
+[[noreturn]] void Throw(std::string_view step, ucs_status_t status) {
+  std::string text = "UCX cannot start: " + UcxStatusText(step, status);
+  const char* tls = std::getenv("UCX_TLS");
+  if (tls != nullptr) text += std::string(" (UCX_TLS is \"") + tls + "\")";
+  throw Error(LMDX_ERR_NETWORK, text);
+}
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+UcxWorker::UcxWorker(std::size_t expected_endpoints) {
+  ucp_config_t* config = nullptr;
+  ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
+  if (status != UCS_OK) Throw("reading UCX's configuration", status);
+
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
+                      UCP_PARAM_FIELD_ESTIMATED_NUM_EPS | UCP_PARAM_FIELD_NAME;
+  // Wakeup: the worker's event descriptor lets the progress thread sleep in epoll.
+  params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+  params.mt_workers_shared = 0;
+  params.estimated_num_eps = expected_endpoints;
+  params.name = "lmdx";
+  status = ucp_init(&params, config, &context_);
+  ucp_config_release(config);
+  if (status != UCS_OK) Throw("ucp_init", status);
+
+  ucp_worker_params_t worker_params{};
+  worker_params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  worker_params.thread_mode = UCS_THREAD_MODE_SERIALIZED;
+  status = ucp_worker_create(context_, &worker_params, &worker_);
+  if (status != UCS_OK) {
+    ucp_cleanup(context_);
+    Throw("ucp_worker_create", status);
+  }
+
+  ucp_worker_attr_t worker_attr{};
+  worker_attr.field_mask = UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
+  if (ucp_worker_query(worker_, &worker_attr) == UCS_OK) {
+    max_am_header_ = worker_attr.max_am_header;
+  }
+
+  ucp_address_t* address = nullptr;
+  std::size_t length = 0;
+  status = ucp_worker_get_address(worker_, &address, &length);
+  if (status == UCS_OK) {
+    address_.assign(reinterpret_cast<const char*>(address), length);
+    ucp_worker_release_address(worker_, address);
+    status = ucp_worker_get_efd(worker_, &event_fd_);
+  }
+  if (status != UCS_OK) {
+    ucp_worker_destroy(worker_);
+    ucp_cleanup(context_);
+    Throw(address_.empty() ? "ucp_worker_get_address" : "ucp_worker_get_efd", status);
+  }
+}
+
+UcxWorker::~UcxWorker() {
+  // The event descriptor belongs to the worker, which closes it.
+  ucp_worker_destroy(worker_);
+  ucp_cleanup(context_);
+}
+
+std::string UcxStatusText(std::string_view step, ucs_status_t status) {
+  return std::string(step) + ": " + ucs_status_string(status);
+}
+
+std::string AddressToHex(std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string text;
+  text.reserve(bytes.size() * 2);
+  for (unsigned char byte : bytes) {
+    text.push_back(kDigits[byte >> 4]);
+    text.push_back(kDigits[byte & 0xf]);
+  }
+  return text;
+}
+
+std::string AddressFromHex(std::string_view text) {
+  if (text.size() % 2 != 0) return {};
+  std::string bytes;
+  bytes.reserve(text.size() / 2);
+  for (std::size_t i = 0; i < text.size(); i += 2) {
+    int high = HexValue(text[i]);
+    int low = HexValue(text[i + 1]);
+    if (high < 0 || low < 0) return {};
+    bytes.push_back(static_cast<char>(high << 4 | low));
+  }
+  return bytes;
+}
+
+}  // namespace lmdx::net::internal
