@@ -38,7 +38,10 @@ class ReliableChannel {
  public:
   using Segment = std::shared_ptr<const std::vector<std::uint8_t>>;
 
-  explicit ReliableChannel(const ReliabilitySettings& settings) : settings_(settings) {}
+  // Both ends of a pair must start from the same first sequence number (0 in the transport;
+  // tests start near 2^32 to cross the wrap).
+  explicit ReliableChannel(const ReliabilitySettings& settings, std::uint32_t first_sequence = 0)
+      : settings_(settings), next_sequence_(first_sequence), next_expected_(first_sequence) {}
 
   // --- Sending ---
   // Whether another segment may leave now: fewer than the window are in flight, and the peer
@@ -108,7 +111,7 @@ class ReliableChannel {
 
   ReliabilitySettings settings_;
   // Sender.
-  std::uint32_t next_sequence_ = 0;
+  std::uint32_t next_sequence_;
   std::map<std::uint32_t, Unacked, bool (*)(std::uint32_t, std::uint32_t)> unacked_{
       [](std::uint32_t a, std::uint32_t b) { return static_cast<std::int32_t>(a - b) < 0; }};
   std::uint32_t peer_room_ = 0xffffffffu;
@@ -118,7 +121,7 @@ class ReliableChannel {
   std::int64_t rto_ms_ = 200;
   std::uint64_t retransmitted_ = 0;
   // Receiver.
-  std::uint32_t next_expected_ = 0;
+  std::uint32_t next_expected_;
   std::map<std::uint32_t, Segment, bool (*)(std::uint32_t, std::uint32_t)> held_{
       [](std::uint32_t a, std::uint32_t b) { return static_cast<std::int32_t>(a - b) < 0; }};
   std::uint32_t unacked_received_ = 0;

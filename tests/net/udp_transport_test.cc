@@ -1,0 +1,101 @@
+// The udp transport in real jobs: real processes, real datagram sockets, and faults injected
+// into every outgoing datagram (LMDX_UDP_FAULTS). Each program checks every byte it receives
+// against what was sent; the DSM program checks its grid against a sequential reference.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "tests/testing/job_runner.h"
+#include "tests/testing/scoped_env.h"
+
+namespace lmdx::testing {
+namespace {
+
+std::string Exchange() { return BinaryFromEnv("EXCHANGE"); }
+
+// The number of segments each rank sent again, from the statistics line of each node's end.
+std::vector<long> Resent(const std::string& err) {
+  std::vector<long> counts;
+  std::regex line("udp: [0-9]+ segments sent, ([0-9]+) sent again");
+  for (std::sregex_iterator it(err.begin(), err.end(), line), end; it != end; ++it) {
+    counts.push_back(std::stol((*it)[1].str()));
+  }
+  return counts;
+}
+
+TEST(UdpTransportTest, CarriesEveryMessageOfAJob) {
+  ScopedEnv transport("LMDX_TRANSPORT", "udp");
+  JobResult job = RunJob(Exchange(), 4, {"8000000"}, {"--show-transports"});
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  EXPECT_NE(job.out.find("      0      -    udp    udp    udp\n"
+                         "      1    udp      -    udp    udp\n"),
+            std::string::npos)
+      << job.out;
+  EXPECT_EQ(CountOf(job.out, " verified 14 messages"), 4) << job.out;
+}
+
+// The test: 5% of datagrams lost, and some duplicated and reordered, on every node.
+TEST(UdpTransportTest, EveryFrameOnceAndInOrderUnderFivePercentLoss) {
+  ScopedEnv transport("LMDX_TRANSPORT", "udp");
+  ScopedEnv faults("LMDX_UDP_FAULTS", "loss=5,duplicate=1,reorder=2");
+  ScopedEnv stats("LMDX_TRANSPORT_STATS", "1");
+  JobResult job = RunJob(Exchange(), 4, {"16000000"});
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  EXPECT_EQ(CountOf(job.out, " verified 14 messages"), 4) << job.out;
+  EXPECT_EQ(CountOf(job.err,
+                    "injecting faults into outgoing datagrams: loss 5.0%, duplicate 1.0%, "
+                    "reorder 2.0%"),
+            4)
+      << job.err;
+  // The faults really struck: every node had to send segments again.
+  std::vector<long> resent = Resent(job.err);
+  ASSERT_EQ(resent.size(), 4u) << job.err;
+  for (long count : resent) EXPECT_GT(count, 0) << job.err;
+}
+
+TEST(UdpTransportTest, SmallSegmentsCutLargeFramesIntoManyDatagrams) {
+  ScopedEnv transport("LMDX_TRANSPORT", "udp");
+  ScopedEnv segment("LMDX_UDP_SEGMENT", "1400");
+  ScopedEnv faults("LMDX_UDP_FAULTS", "loss=2,reorder=2");
+  JobResult job = RunJob(Exchange(), 3, {"3000000"});
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  EXPECT_EQ(CountOf(job.out, " verified 10 messages"), 3) << job.out;
+}
+
+TEST(UdpTransportTest, ADsmProgramVerifiesOverALossyNetwork) {
+  ScopedEnv transport("LMDX_TRANSPORT", "udp");
+  ScopedEnv faults("LMDX_UDP_FAULTS", "loss=5,duplicate=1,reorder=2");
+  for (const char* protocol : {"lrc", "hlrc"}) {
+    JobResult job = RunJob(BinaryFromEnv("JACOBI"), 4, {"--size", "256", "--iterations", "20"},
+                           {"--protocol", protocol});
+    ASSERT_EQ(job.exit_code, 0) << protocol << "\n" << job.out << job.err;
+    EXPECT_NE(job.out.find("on 4 nodes, protocol " + std::string(protocol)), std::string::npos)
+        << job.out;
+    EXPECT_NE(job.out.find("verified"), std::string::npos) << job.out << job.err;
+  }
+}
+
+TEST(UdpTransportTest, BadSettingsAreNamed) {
+  {
+    ScopedEnv transport("LMDX_TRANSPORT", "udp");
+    ScopedEnv faults("LMDX_UDP_FAULTS", "loss=lots");
+    JobResult job = RunJob(Exchange(), 2, {"1000"});
+    EXPECT_NE(job.exit_code, 0);
+    EXPECT_NE(job.err.find("LMDX_UDP_FAULTS: \"loss=lots\" is not loss=P"), std::string::npos)
+        << job.err;
+  }
+  {
+    ScopedEnv transport("LMDX_TRANSPORT", "udp");
+    ScopedEnv segment("LMDX_UDP_SEGMENT", "12");
+    JobResult job = RunJob(Exchange(), 2, {"1000"});
+    EXPECT_NE(job.exit_code, 0);
+    EXPECT_NE(job.err.find("LMDX_UDP_SEGMENT must be a number of bytes from 256"),
+              std::string::npos)
+        << job.err;
+  }
+}
+
+}  // namespace
+}  // namespace lmdx::testing
