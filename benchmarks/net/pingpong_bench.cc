@@ -87,8 +87,9 @@ int bench_main(int argc, char** argv) {
 
   CLI::App app{
       "Ping-pong between 2 nodes on this machine: half round-trip latency and bandwidth per\n"
-      "message size, median of several repetitions, for LMDX over TCP and over shared memory and\n"
-      "(when OpenMPI is installed) for MPI over its tcp and vader transports in the same run.",
+      "message size, median of several repetitions, for LMDX over TCP, shared memory and fabric\n"
+      "(UCX over its tcp and shared-memory transports) and (when OpenMPI is installed) for MPI\n"
+      "over its tcp and vader transports and over UCX with the same UCX_TLS, in the same run.",
       "lmdx bench pingpong"};
   add_pingpong_flags(app, options);
   app.add_option("--csv", csv_path, "also write the table as CSV to this file");
@@ -111,46 +112,74 @@ int bench_main(int argc, char** argv) {
 
   // Each LMDX network beside the OpenMPI transport of the same kind: TCP with OpenMPI's tcp btl,
   // shared memory with its vader btl (pml ob1 makes OpenMPI honour the btl list: otherwise it may
-  // pick UCX or libfabric).
+  // pick UCX or libfabric), and fabric with OpenMPI's pml ucx, both over the same UCX transports
+  // (UCX_TLS). OpenMPI takes pml ucx only on transports it deems fast unless its tls and devices
+  // lists say any.
+  using Env = std::vector<std::pair<std::string, std::string>>;
   struct Network {
-    const char* name;
-    const char* mpi_btl;
+    std::string name;       // the table's title
+    std::string transport;  // LMDX_TRANSPORT
+    Env env;                // for both runs
+    std::vector<std::string> mpi_flags;
+    std::string how;  // the line under the table
   };
-  const Network networks[] = {{"tcp", "self,tcp"}, {"shm", "self,vader"}};
-  std::vector<std::pair<std::string, PingPongComparison>> comparisons;
+  const std::vector<std::string> ucx_pml = {"--mca",       "pml", "ucx",    "--mca",
+                                            "pml_ucx_tls", "any", "--mca",  "pml_ucx_devices",
+                                            "any",         "-x",  "UCX_TLS"};
+  const Network networks[] = {
+      {"tcp",
+       "tcp",
+       {},
+       {"--mca", "pml", "ob1", "--mca", "btl", "self,tcp"},
+       "LMDX: LMDX_TRANSPORT=tcp; MPI: OpenMPI with --mca pml ob1 --mca btl self,tcp"},
+      {"shm",
+       "shm",
+       {},
+       {"--mca", "pml", "ob1", "--mca", "btl", "self,vader"},
+       "LMDX: LMDX_TRANSPORT=shm; MPI: OpenMPI with --mca pml ob1 --mca btl self,vader"},
+      {"fabric (UCX tcp)",
+       "fabric",
+       {{"UCX_TLS", "tcp"}},
+       ucx_pml,
+       "LMDX: LMDX_TRANSPORT=fabric; MPI: OpenMPI with --mca pml ucx; both with UCX_TLS=tcp"},
+      {"fabric (UCX shared memory)",
+       "fabric",
+       {{"UCX_TLS", "sm"}},
+       ucx_pml,
+       "LMDX: LMDX_TRANSPORT=fabric; MPI: OpenMPI with --mca pml ucx; both with UCX_TLS=sm"},
+  };
+  std::vector<std::pair<const Network*, PingPongComparison>> comparisons;
   for (const Network& network : networks) {
     PingPongComparison comparison;
     if (!lmdx_tool.empty()) {
-      Run run{std::string("LMDX ") + network.name,
+      Run run{"LMDX " + network.name,
               {lmdx_tool, "run", dir + "/pingpong", "-n", "2", "--"},
-              {{"LMDX_TRANSPORT", network.name}}};
+              network.env};
+      run.env.emplace_back("LMDX_TRANSPORT", network.transport);
       run.argv.insert(run.argv.end(), args.begin(), args.end());
       comparison.lmdx = run_job(run, expected, load_notes);
       failed |= !comparison.lmdx;
     }
     if (!mpirun.empty()) {
-      Run run{std::string("MPI ") + network.name,
-              {mpirun, "-n", "2", "--mca", "pml", "ob1", "--mca", "btl", network.mpi_btl,
-               "--bind-to", "none", dir + "/pingpong_mpi"},
-              {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}}};
+      Run run{"MPI " + network.name, {mpirun, "-n", "2"}, network.env};
+      run.argv.insert(run.argv.end(), network.mpi_flags.begin(), network.mpi_flags.end());
+      run.argv.insert(run.argv.end(), {"--bind-to", "none", dir + "/pingpong_mpi"});
+      run.env.emplace_back("OMPI_ALLOW_RUN_AS_ROOT", "1");
+      run.env.emplace_back("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
       run.argv.insert(run.argv.end(), args.begin(), args.end());
       comparison.mpi = run_job(run, expected, load_notes);
       failed |= !comparison.mpi;
     }
-    comparisons.emplace_back(network.name, std::move(comparison));
+    comparisons.emplace_back(&network, std::move(comparison));
   }
 
-  for (const auto& [name, comparison] : comparisons) {
+  for (const auto& [network, comparison] : comparisons) {
     if (!comparison.lmdx && !comparison.mpi) continue;
-    std::cout << "\nping-pong over " << name
+    std::cout << "\nping-pong over " << network->name
               << ", 2 nodes on this host, half round trip, median of " << options.reps
               << " repetitions\n";
     print_table(comparison, std::cout);
-    const char* btl = name == "tcp" ? "self,tcp" : "self,vader";
-    if (comparison.mpi) {
-      std::cout << "LMDX: LMDX_TRANSPORT=" << name << "; MPI: OpenMPI with --mca pml ob1 --mca btl "
-                << btl << "\n";
-    }
+    if (comparison.mpi) std::cout << network->how << "\n";
     if (comparison.lmdx && comparison.mpi) {
       std::cout << "ratios are LMDX/MPI: latency under 1x and bandwidth over 1x favour LMDX\n";
     }
@@ -164,9 +193,9 @@ int bench_main(int argc, char** argv) {
   if (!csv_path.empty()) {
     // One block per network, each with its own header line.
     std::ofstream csv(csv_path);
-    for (const auto& [name, comparison] : comparisons) {
+    for (const auto& [network, comparison] : comparisons) {
       if (!comparison.lmdx && !comparison.mpi) continue;
-      csv << "# network " << name << '\n';
+      csv << "# network " << network->name << '\n';
       write_csv(comparison, csv);
     }
     csv.close();
