@@ -87,7 +87,8 @@ int bench_main(int argc, char** argv) {
 
   CLI::App app{
       "Ping-pong between 2 nodes on this machine: half round-trip latency and bandwidth per\n"
-      "message size, median of several repetitions, for LMDX over TCP, shared memory and fabric\n"
+      "message size, median of several repetitions, for LMDX over TCP, shared memory, UDP and "
+      "fabric\n"
       "(UCX over its tcp and shared-memory transports) and (when OpenMPI is installed) for MPI\n"
       "over its tcp and vader transports and over UCX with the same UCX_TLS, in the same run.",
       "lmdx bench pingpong"};
@@ -137,6 +138,13 @@ int bench_main(int argc, char** argv) {
        {},
        {"--mca", "pml", "ob1", "--mca", "btl", "self,vader"},
        "LMDX: LMDX_TRANSPORT=shm; MPI: OpenMPI with --mca pml ob1 --mca btl self,vader"},
+      // OpenMPI has no UDP transport: LMDX's own reliability over datagrams against MPI's TCP.
+      {"udp",
+       "udp",
+       {},
+       {"--mca", "pml", "ob1", "--mca", "btl", "self,tcp"},
+       "LMDX: LMDX_TRANSPORT=udp; MPI: OpenMPI with --mca pml ob1 --mca btl self,tcp (OpenMPI "
+       "has no UDP transport)"},
       {"fabric (UCX tcp)",
        "fabric",
        {{"UCX_TLS", "tcp"}},
