@@ -105,6 +105,24 @@ TEST(HostsTest, EachPairUsesTheBestNetworkItSharesAndADsmProgramRunsAcrossThem) 
   EXPECT_NE(matrix.find(" 2 tcp tcp - shm\n"), std::string::npos) << job.out << job.err;
 }
 
+// MDX-cc's clusters joined by a slower network, TreadMarks' way: pairs across the two hosts on
+// udp, with 5% of its datagrams lost and some duplicated and reordered, while pairs within a host
+// keep shared memory.
+TEST(HostsTest, PairsAcrossHostsOnALossyUdpNetwork) {
+  TwoHosts hosts;
+  if (!hosts.ready()) GTEST_SKIP() << "needs root and network namespaces (ip netns)";
+  JobResult job = hosts.RunJob(
+      {BinaryFromEnv("JACOBI"), "--size", "256", "--iterations", "20"}, {"--show-transports"},
+      {"LMDX_PROTOCOL=lrc", "LMDX_TRANSPORT_PAIRS=0-2:udp,0-3:udp,1-2:udp,1-3:udp",
+       "LMDX_UDP_FAULTS=loss=5,duplicate=1,reorder=2"});
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  EXPECT_NE(job.out.find("4 workers on 4 nodes, protocol lrc"), std::string::npos) << job.out;
+  EXPECT_NE(job.out.find("verified"), std::string::npos) << job.out << job.err;
+  const std::string matrix = Squeezed(job.out + job.err);
+  EXPECT_NE(matrix.find(" 0 - shm udp udp\n"), std::string::npos) << job.out << job.err;
+  EXPECT_NE(matrix.find(" 3 udp udp shm -\n"), std::string::npos) << job.out << job.err;
+}
+
 TEST(HostsTest, AHostThatFallsOffTheNetworkEndsTheJobNamed) {
   TwoHosts hosts;
   if (!hosts.ready()) GTEST_SKIP() << "needs root and network namespaces (ip netns)";
