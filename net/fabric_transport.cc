@@ -9,6 +9,7 @@
 #include "net/handshake.h"
 #include "net/internal/frame_assembly.h"
 #include "net/internal/ucx_am_header.h"
+#include "net/internal/ucx_library.h"
 #include "net/internal/ucx_worker.h"
 
 namespace lmdx::net {
@@ -16,6 +17,7 @@ namespace lmdx::net {
 using internal::AmHeader;
 using internal::kAmHeaderSize;
 using internal::kAmPrefixSize;
+using internal::Ucx;
 using internal::UcxStatusText;
 
 namespace {
@@ -111,7 +113,7 @@ FabricTransport::FabricTransport(ProgressEngine& engine, TransportHost& host,
   handler.flags = UCP_AM_FLAG_WHOLE_MSG | UCP_AM_FLAG_PERSISTENT_DATA;
   handler.cb = &FabricTransport::OnActiveMessage;
   handler.arg = this;
-  ucs_status_t status = ucp_worker_set_am_recv_handler(worker_->get(), &handler);
+  ucs_status_t status = Ucx().worker_set_am_recv_handler(worker_->get(), &handler);
   if (status != UCS_OK) {
     throw Error(LMDX_ERR_NETWORK, UcxStatusText("ucp_worker_set_am_recv_handler", status));
   }
@@ -130,7 +132,7 @@ FabricTransport::~FabricTransport() {
       for (auto& [sequence, inbound] : peer->arrived) {
         bool held = inbound->state == Inbound::State::kHeld && inbound->release_data;
         if (held || inbound->state == Inbound::State::kRendezvous) {
-          ucp_am_data_release(worker_->get(), inbound->data);
+          Ucx().am_data_release(worker_->get(), inbound->data);
         }
       }
     }
@@ -197,10 +199,10 @@ ucp_ep_h FabricTransport::EndpointLocked(Peer& peer) {
   // failure), so there the pair relies on what also ends a job when a process dies: the
   // launcher and the rendezvous heartbeat, and a goodbye when a node ends in order.
   params.err_mode = peer.same_host ? UCP_ERR_HANDLING_MODE_NONE : UCP_ERR_HANDLING_MODE_PEER;
-  ucs_status_t status = ucp_ep_create(worker_->get(), &params, &peer.endpoint);
+  ucs_status_t status = Ucx().ep_create(worker_->get(), &params, &peer.endpoint);
   if (status == UCS_ERR_UNREACHABLE && params.err_mode == UCP_ERR_HANDLING_MODE_PEER) {
     params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
-    status = ucp_ep_create(worker_->get(), &params, &peer.endpoint);
+    status = Ucx().ep_create(worker_->get(), &params, &peer.endpoint);
   }
   if (status != UCS_OK) {
     peer.endpoint = nullptr;
@@ -256,8 +258,9 @@ void FabricTransport::Send(int dest, OutgoingMessage message, bool /*may_block*/
       param.cb.send = &FabricTransport::OnSendDone;
       param.user_data = op.get();
       param.datatype = ucp_dt_make_contig(1);
-      ucs_status_ptr_t request = ucp_am_send_nbx(endpoint, internal::kFabricAmId, op->header.data(),
-                                                 op->header.size(), data, length, &param);
+      ucs_status_ptr_t request =
+          Ucx().am_send_nbx(endpoint, internal::kFabricAmId, op->header.data(), op->header.size(),
+                            data, length, &param);
       if (UCS_PTR_IS_ERR(request)) {
         LoseLocked(peer, UcxStatusText("ucp_am_send_nbx", UCS_PTR_STATUS(request)));
         failed = true;
@@ -283,7 +286,7 @@ void FabricTransport::OnSendDone(void* request, ucs_status_t status, void* user_
   self->sends_in_flight_.erase(op);
   self->finished_sends_.emplace_back(std::move(op->message.on_sent), status == UCS_OK);
   delete op;
-  ucp_request_free(request);
+  Ucx().request_free(request);
 }
 
 ucs_status_t FabricTransport::OnActiveMessage(void* arg, const void* header,
@@ -388,7 +391,7 @@ void FabricTransport::OnFetched(void* request, ucs_status_t status, std::size_t 
     inbound->failure = UcxStatusText("fetching a message's data", status);
   }
   inbound->owner->peers_with_arrivals_.insert(inbound->source);
-  ucp_request_free(request);
+  Ucx().request_free(request);
 }
 
 void FabricTransport::OnEndpointError(void* arg, ucp_ep_h endpoint, ucs_status_t status) {
@@ -405,8 +408,8 @@ void FabricTransport::CloseFailedEndpointsLocked() {
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags = UCP_EP_CLOSE_FLAG_FORCE;
-    ucs_status_ptr_t request = ucp_ep_close_nbx(endpoint, &param);
-    if (request != nullptr && !UCS_PTR_IS_ERR(request)) ucp_request_free(request);
+    ucs_status_ptr_t request = Ucx().ep_close_nbx(endpoint, &param);
+    if (request != nullptr && !UCS_PTR_IS_ERR(request)) Ucx().request_free(request);
   }
   failed_endpoints_.clear();
 }
@@ -419,7 +422,7 @@ void FabricTransport::LoseLocked(Peer& peer, const std::string& why) {
 
 bool FabricTransport::ProgressLocked() {
   bool any = false;
-  while (ucp_worker_progress(worker_->get()) != 0) any = true;
+  while (Ucx().worker_progress(worker_->get()) != 0) any = true;
   return any;
 }
 
@@ -458,7 +461,7 @@ bool FabricTransport::AdvancePeer(Peer& peer) {
       }
       std::lock_guard lock(ucx_mutex_);
       if (target == nullptr) {
-        ucp_am_data_release(worker_->get(), inbound->data);
+        Ucx().am_data_release(worker_->get(), inbound->data);
         inbound->state = Inbound::State::kFailed;
         inbound->failure = error;
         continue;
@@ -470,7 +473,7 @@ bool FabricTransport::AdvancePeer(Peer& peer) {
       param.user_data = inbound;
       param.datatype = ucp_dt_make_contig(1);
       ucs_status_ptr_t request =
-          ucp_am_recv_data_nbx(worker_->get(), inbound->data, target, inbound->length, &param);
+          Ucx().am_recv_data_nbx(worker_->get(), inbound->data, target, inbound->length, &param);
       inbound->data = nullptr;  // UCX owns the descriptor now
       if (UCS_PTR_IS_ERR(request)) {
         inbound->state = Inbound::State::kFailed;
@@ -499,7 +502,7 @@ bool FabricTransport::AdvancePeer(Peer& peer) {
     std::unique_ptr<Inbound> done;
     {
       std::lock_guard lock(ucx_mutex_);
-      if (inbound->release_data) ucp_am_data_release(worker_->get(), inbound->data);
+      if (inbound->release_data) Ucx().am_data_release(worker_->get(), inbound->data);
       inbound->release_data = false;
       if (!ok) {
         inbound->state = Inbound::State::kFailed;
@@ -556,7 +559,7 @@ bool FabricTransport::Arm() {
   if (closing_) return false;
   ProgressLocked();
   if (!finished_sends_.empty() || !peers_with_arrivals_.empty() || !lost_.empty()) return true;
-  return ucp_worker_arm(worker_->get()) == UCS_ERR_BUSY;
+  return Ucx().worker_arm(worker_->get()) == UCS_ERR_BUSY;
 }
 
 // The worker's descriptor fired. After taking what came, arm again: an armed worker's
@@ -572,7 +575,7 @@ void FabricTransport::OnEventFd() {
       engine_.Post([] {});  // PollAll, after this callback, hands them over
       return;
     }
-    if (ucp_worker_arm(worker_->get()) != UCS_ERR_BUSY) return;
+    if (Ucx().worker_arm(worker_->get()) != UCS_ERR_BUSY) return;
   }
 }
 
@@ -602,20 +605,20 @@ void FabricTransport::Close() {
       goodbye.source = rank_;
       EncodeAmHeader(goodbye, peer->goodbye);
       ucp_request_param_t send_param{};
-      requests.push_back(ucp_am_send_nbx(peer->endpoint, internal::kFabricAmId, peer->goodbye,
-                                         kAmPrefixSize, nullptr, 0, &send_param));
+      requests.push_back(Ucx().am_send_nbx(peer->endpoint, internal::kFabricAmId, peer->goodbye,
+                                           kAmPrefixSize, nullptr, 0, &send_param));
       ucp_request_param_t close_param{};
-      requests.push_back(ucp_ep_close_nbx(peer->endpoint, &close_param));
+      requests.push_back(Ucx().ep_close_nbx(peer->endpoint, &close_param));
       peer->endpoint = nullptr;
     }
     auto deadline = std::chrono::steady_clock::now() + kCloseWait;
     for (ucs_status_ptr_t request : requests) {
       if (request == nullptr || UCS_PTR_IS_ERR(request)) continue;
-      while (ucp_request_check_status(request) == UCS_INPROGRESS &&
+      while (Ucx().request_check_status(request) == UCS_INPROGRESS &&
              std::chrono::steady_clock::now() < deadline) {
-        ucp_worker_progress(worker_->get());
+        Ucx().worker_progress(worker_->get());
       }
-      ucp_request_free(request);  // freed now, or by UCX once it completes
+      Ucx().request_free(request);  // freed now, or by UCX once it completes
     }
     finished.swap(finished_sends_);
   }

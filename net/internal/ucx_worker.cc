@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "base/error.h"
+#include "net/internal/ucx_library.h"
 
 namespace lmdx::net::internal {
 namespace {
@@ -26,7 +27,7 @@ int HexValue(char c) {
 
 UcxWorker::UcxWorker(std::size_t expected_endpoints) {
   ucp_config_t* config = nullptr;
-  ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
+  ucs_status_t status = Ucx().config_read(nullptr, nullptr, &config);
   if (status != UCS_OK) Throw("reading UCX's configuration", status);
 
   ucp_params_t params{};
@@ -37,48 +38,48 @@ UcxWorker::UcxWorker(std::size_t expected_endpoints) {
   params.mt_workers_shared = 0;
   params.estimated_num_eps = expected_endpoints;
   params.name = "lmdx";
-  status = ucp_init(&params, config, &context_);
-  ucp_config_release(config);
+  status = Ucx().init_version(UCP_API_MAJOR, UCP_API_MINOR, &params, config, &context_);
+  Ucx().config_release(config);
   if (status != UCS_OK) Throw("ucp_init", status);
 
   ucp_worker_params_t worker_params{};
   worker_params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   worker_params.thread_mode = UCS_THREAD_MODE_SERIALIZED;
-  status = ucp_worker_create(context_, &worker_params, &worker_);
+  status = Ucx().worker_create(context_, &worker_params, &worker_);
   if (status != UCS_OK) {
-    ucp_cleanup(context_);
+    Ucx().cleanup(context_);
     Throw("ucp_worker_create", status);
   }
 
   ucp_worker_attr_t worker_attr{};
   worker_attr.field_mask = UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
-  if (ucp_worker_query(worker_, &worker_attr) == UCS_OK) {
+  if (Ucx().worker_query(worker_, &worker_attr) == UCS_OK) {
     max_am_header_ = worker_attr.max_am_header;
   }
 
   ucp_address_t* address = nullptr;
   std::size_t length = 0;
-  status = ucp_worker_get_address(worker_, &address, &length);
+  status = Ucx().worker_get_address(worker_, &address, &length);
   if (status == UCS_OK) {
     address_.assign(reinterpret_cast<const char*>(address), length);
-    ucp_worker_release_address(worker_, address);
-    status = ucp_worker_get_efd(worker_, &event_fd_);
+    Ucx().worker_release_address(worker_, address);
+    status = Ucx().worker_get_efd(worker_, &event_fd_);
   }
   if (status != UCS_OK) {
-    ucp_worker_destroy(worker_);
-    ucp_cleanup(context_);
+    Ucx().worker_destroy(worker_);
+    Ucx().cleanup(context_);
     Throw(address_.empty() ? "ucp_worker_get_address" : "ucp_worker_get_efd", status);
   }
 }
 
 UcxWorker::~UcxWorker() {
   // The event descriptor belongs to the worker, which closes it.
-  ucp_worker_destroy(worker_);
-  ucp_cleanup(context_);
+  Ucx().worker_destroy(worker_);
+  Ucx().cleanup(context_);
 }
 
 std::string UcxStatusText(std::string_view step, ucs_status_t status) {
-  return std::string(step) + ": " + ucs_status_string(status);
+  return std::string(step) + ": " + Ucx().status_string(status);
 }
 
 std::string AddressToHex(std::string_view bytes) {
