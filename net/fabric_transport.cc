@@ -42,6 +42,12 @@ struct FabricTransport::SendOp {
   std::vector<std::uint8_t> body_data;  // body and payload, when the body is in the data
 };
 
+// A one-sided read under way.
+struct FabricTransport::GetOp {
+  FabricTransport* owner = nullptr;
+  std::function<void(bool)> on_done;
+};
+
 // A frame that arrived, waiting until every frame before it from its peer has been handed over.
 struct FabricTransport::Inbound {
   enum class State {
@@ -75,6 +81,7 @@ struct FabricTransport::Peer {
   std::uint64_t next_send = 0;
   std::uint64_t next_receive = 0;
   std::map<std::uint64_t, std::unique_ptr<Inbound>> arrived;  // by sequence number
+  std::map<std::string, ucp_rkey_h> keys;  // the peer's packed keys, unpacked for endpoint
   bool lost = false;
   std::uint8_t goodbye[kAmPrefixSize] = {};
 };
@@ -144,6 +151,11 @@ FabricTransport::~FabricTransport() {
       delete op;
     }
     sends_in_flight_.clear();
+    for (GetOp* op : gets_in_flight_) {
+      finished.emplace_back(std::move(op->on_done), false);
+      delete op;
+    }
+    gets_in_flight_.clear();
     finished.insert(finished.end(), std::make_move_iterator(finished_sends_.begin()),
                     std::make_move_iterator(finished_sends_.end()));
     finished_sends_.clear();
@@ -398,6 +410,7 @@ void FabricTransport::OnEndpointError(void* arg, ucp_ep_h endpoint, ucs_status_t
   auto* peer = static_cast<Peer*>(arg);
   FabricTransport* self = peer->owner;
   self->LoseLocked(*peer, UcxStatusText("its fabric endpoint failed", status));
+  DestroyKeysLocked(*peer);
   self->failed_endpoints_.push_back(endpoint);
   if (peer->endpoint == endpoint) peer->endpoint = nullptr;
 }
@@ -595,8 +608,14 @@ void FabricTransport::Close() {
     // Each peer this node sent to hears a goodbye after the last frame (as a TCP peer sees the
     // connection close), then the endpoint is flushed and closed. A peer waiting for this node
     // to leave (rank 0 at the end of an SPMD job) need not wait for a timeout.
+    // Reads under way use their peers' keys, which must outlive them.
+    auto deadline = std::chrono::steady_clock::now() + kCloseWait;
+    while (!gets_in_flight_.empty() && std::chrono::steady_clock::now() < deadline) {
+      Ucx().worker_progress(worker_->get());
+    }
     std::vector<ucs_status_ptr_t> requests;
     for (auto& peer : peers_) {
+      DestroyKeysLocked(*peer);
       if (peer->endpoint == nullptr || peer->lost) continue;
       AmHeader goodbye;
       goodbye.token = peer->send_token;
@@ -611,7 +630,7 @@ void FabricTransport::Close() {
       requests.push_back(Ucx().ep_close_nbx(peer->endpoint, &close_param));
       peer->endpoint = nullptr;
     }
-    auto deadline = std::chrono::steady_clock::now() + kCloseWait;
+    deadline = std::chrono::steady_clock::now() + kCloseWait;
     for (ucs_status_ptr_t request : requests) {
       if (request == nullptr || UCS_PTR_IS_ERR(request)) continue;
       while (Ucx().request_check_status(request) == UCS_INPROGRESS &&
@@ -620,11 +639,103 @@ void FabricTransport::Close() {
       }
       Ucx().request_free(request);  // freed now, or by UCX once it completes
     }
+    for (ucp_mem_h memory : exposed_) Ucx().mem_unmap(worker_->context(), memory);
+    exposed_.clear();
     finished.swap(finished_sends_);
   }
   for (auto& [on_sent, sent] : finished) {
     if (on_sent) on_sent(sent);
   }
+}
+
+void FabricTransport::DestroyKeysLocked(Peer& peer) {
+  for (auto& [packed, key] : peer.keys) Ucx().rkey_destroy(key);
+  peer.keys.clear();
+}
+
+std::string FabricTransport::ExposeForReading(void* base, std::size_t size) {
+  std::lock_guard lock(ucx_mutex_);
+  if (closing_) throw Error(LMDX_ERR_NETWORK, "fabric: memory exposed after the transport closed");
+  ucp_mem_map_params_t params{};
+  params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                      UCP_MEM_MAP_PARAM_FIELD_PROT;
+  params.address = base;
+  params.length = size;
+  params.prot =
+      UCP_MEM_MAP_PROT_LOCAL_READ | UCP_MEM_MAP_PROT_LOCAL_WRITE | UCP_MEM_MAP_PROT_REMOTE_READ;
+  ucp_mem_h memory = nullptr;
+  ucs_status_t status = Ucx().mem_map(worker_->context(), &params, &memory);
+  if (status != UCS_OK) {
+    throw Error(LMDX_ERR_NETWORK,
+                "fabric: cannot expose " + std::to_string(size) +
+                    " bytes for reading: " + UcxStatusText("ucp_mem_map", status));
+  }
+  void* packed = nullptr;
+  std::size_t packed_size = 0;
+  status = Ucx().rkey_pack(worker_->context(), memory, &packed, &packed_size);
+  if (status != UCS_OK) {
+    Ucx().mem_unmap(worker_->context(), memory);
+    throw Error(LMDX_ERR_NETWORK, "fabric: " + UcxStatusText("ucp_rkey_pack", status));
+  }
+  std::string key(static_cast<const char*>(packed), packed_size);
+  Ucx().rkey_buffer_release(packed);
+  exposed_.push_back(memory);
+  return key;
+}
+
+void FabricTransport::Get(int dest, std::uint64_t remote_address, const std::string& key,
+                          void* local, std::size_t size, std::function<void(bool ok)> on_done) {
+  auto op = std::make_unique<GetOp>();
+  op->owner = this;
+  op->on_done = std::move(on_done);
+  bool done = false;
+  bool ok = false;
+  {
+    std::lock_guard lock(ucx_mutex_);
+    Peer& peer = *peers_.at(static_cast<std::size_t>(dest));
+    ucp_ep_h endpoint = closing_ || peer.lost ? nullptr : EndpointLocked(peer);
+    ucp_rkey_h rkey = nullptr;
+    if (endpoint != nullptr) {
+      auto it = peer.keys.find(key);
+      if (it == peer.keys.end()) {
+        if (Ucx().ep_rkey_unpack(endpoint, key.data(), &rkey) == UCS_OK) {
+          peer.keys.emplace(key, rkey);
+        }
+      } else {
+        rkey = it->second;
+      }
+    }
+    if (rkey == nullptr) {
+      done = true;
+    } else {
+      ucp_request_param_t param{};
+      param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+      param.cb.send = &FabricTransport::OnGetDone;
+      param.user_data = op.get();
+      ucs_status_ptr_t request = Ucx().get_nbx(endpoint, local, size, remote_address, rkey, &param);
+      if (UCS_PTR_IS_ERR(request)) {
+        LoseLocked(peer, UcxStatusText("ucp_get_nbx", UCS_PTR_STATUS(request)));
+        done = true;
+      } else if (request == nullptr) {
+        done = ok = true;
+      } else {
+        gets_in_flight_.insert(op.release());
+      }
+    }
+  }
+  if (done) {
+    engine_.Post([] {});  // a peer lost meanwhile is reported from the dispatching thread
+    if (op->on_done) op->on_done(ok);
+  }
+}
+
+void FabricTransport::OnGetDone(void* request, ucs_status_t status, void* user_data) {
+  auto* op = static_cast<GetOp*>(user_data);
+  FabricTransport* self = op->owner;
+  self->gets_in_flight_.erase(op);
+  self->finished_sends_.emplace_back(std::move(op->on_done), status == UCS_OK);
+  delete op;
+  Ucx().request_free(request);
 }
 
 }  // namespace lmdx::net

@@ -63,8 +63,21 @@ class FabricTransport : public Transport, private ProgressEngine::Poller {
   void Send(int dest, OutgoingMessage message, bool may_block) override;
   void Close() override;
 
+  // One-sided reads (the DSM protocols do not use them yet). ExposeForReading registers
+  // [base, base + size) for reads by peers until Close, and returns the key a peer needs to read
+  // it (UCX's packed remote key). Whoever holds the key and an address in the range can read it,
+  // so the key must travel only over the job's authenticated frames. Throws lmdx::Error when UCX
+  // refuses the range.
+  std::string ExposeForReading(void* base, std::size_t size);
+  // Reads size bytes at remote_address, in memory dest exposed with key, into local. on_done runs
+  // once, on the dispatching thread or in this call: true when every byte is in local, false when
+  // the read failed or the peer is lost (the peer's loss is also reported as for a send).
+  void Get(int dest, std::uint64_t remote_address, const std::string& key, void* local,
+           std::size_t size, std::function<void(bool ok)> on_done);
+
  private:
   struct SendOp;
+  struct GetOp;
   struct Inbound;
   struct Peer;
 
@@ -73,6 +86,9 @@ class FabricTransport : public Transport, private ProgressEngine::Poller {
                                       void* data, std::size_t length,
                                       const ucp_am_recv_param_t* param);
   static void OnSendDone(void* request, ucs_status_t status, void* user_data);
+  static void OnGetDone(void* request, ucs_status_t status, void* user_data);
+  // Destroys peer's unpacked keys (before its endpoint goes); caller holds ucx_mutex_.
+  static void DestroyKeysLocked(Peer& peer);
   static void OnFetched(void* request, ucs_status_t status, std::size_t length, void* user_data);
   static void OnEndpointError(void* arg, ucp_ep_h endpoint, ucs_status_t status);
 
@@ -109,6 +125,8 @@ class FabricTransport : public Transport, private ProgressEngine::Poller {
   std::mutex ucx_mutex_;                      // held around every UCX call; guards everything below
   std::vector<std::unique_ptr<Peer>> peers_;  // by rank, once the job table is known
   std::set<SendOp*> sends_in_flight_;
+  std::set<GetOp*> gets_in_flight_;
+  std::vector<ucp_mem_h> exposed_;  // memory peers may read, until Close
   std::vector<std::pair<std::function<void(bool)>, bool>> finished_sends_;
   std::vector<std::pair<int, std::string>> lost_;
   std::set<int> peers_with_arrivals_;

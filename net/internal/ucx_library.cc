@@ -54,6 +54,13 @@ Loaded Load() {
   find(ucx.am_data_release, "ucp_am_data_release");
   find(ucx.request_check_status, "ucp_request_check_status");
   find(ucx.request_free, "ucp_request_free");
+  find(ucx.mem_map, "ucp_mem_map");
+  find(ucx.mem_unmap, "ucp_mem_unmap");
+  find(ucx.rkey_pack, "ucp_rkey_pack");
+  find(ucx.rkey_buffer_release, "ucp_rkey_buffer_release");
+  find(ucx.ep_rkey_unpack, "ucp_ep_rkey_unpack");
+  find(ucx.rkey_destroy, "ucp_rkey_destroy");
+  find(ucx.get_nbx, "ucp_get_nbx");
   find(ucx.status_string, "ucs_status_string");
   return loaded;
 }

@@ -31,6 +31,13 @@ struct UcxLibrary {
   decltype(&::ucp_am_data_release) am_data_release;
   decltype(&::ucp_request_check_status) request_check_status;
   decltype(&::ucp_request_free) request_free;
+  decltype(&::ucp_mem_map) mem_map;
+  decltype(&::ucp_mem_unmap) mem_unmap;
+  decltype(&::ucp_rkey_pack) rkey_pack;
+  decltype(&::ucp_rkey_buffer_release) rkey_buffer_release;
+  decltype(&::ucp_ep_rkey_unpack) ep_rkey_unpack;
+  decltype(&::ucp_rkey_destroy) rkey_destroy;
+  decltype(&::ucp_get_nbx) get_nbx;
   decltype(&::ucs_status_string) status_string;
 };
 

@@ -33,8 +33,9 @@ UcxWorker::UcxWorker(std::size_t expected_endpoints) {
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
                       UCP_PARAM_FIELD_ESTIMATED_NUM_EPS | UCP_PARAM_FIELD_NAME;
-  // Wakeup: the worker's event descriptor lets the progress thread sleep in epoll.
-  params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+  // Wakeup: the worker's event descriptor lets the progress thread sleep in epoll. RMA: one-sided
+  // reads of memory a peer exposed.
+  params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP | UCP_FEATURE_RMA;
   params.mt_workers_shared = 0;
   params.estimated_num_eps = expected_endpoints;
   params.name = "lmdx";

@@ -25,6 +25,7 @@ class UcxWorker {
   UcxWorker& operator=(const UcxWorker&) = delete;
 
   ucp_worker_h get() const { return worker_; }
+  ucp_context_h context() const { return context_; }
   // Readable when the worker has events, once armed (ucp_worker_arm).
   int event_fd() const { return event_fd_; }
   // What another worker needs to reach this one (ucp_ep_create), as bytes.

@@ -1,0 +1,159 @@
+// Two fabric transports in one process, each with its own progress engine, as ranks 0 and 1 of a
+// job: frames of mixed sizes arrive whole and in order, and one-sided reads of exposed memory,
+// over UCX's tcp and its shared-memory transports.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "net/fabric_transport.h"
+#include "net/progress_engine.h"
+#include "tests/testing/scoped_env.h"
+
+namespace lmdx::net {
+namespace {
+
+using lmdx::testing::ScopedEnv;
+
+// Keeps what arrives; payloads land in buffers of their own.
+class RecordingHost : public TransportHost {
+ public:
+  std::uint8_t* PlacePayload(const FrameHeader&, const std::string&) override { return nullptr; }
+  void OnMessage(InboundMessage message) override {
+    std::lock_guard lock(mutex_);
+    messages_.push_back(std::move(message));
+    changed_.notify_all();
+  }
+  void OnPeerLost(int rank, const std::string& why) override {
+    std::lock_guard lock(mutex_);
+    lost_ += "rank " + std::to_string(rank) + ": " + why + "\n";
+  }
+  // The first count messages, once they are all here (an empty vector after 10 s).
+  std::vector<InboundMessage> Take(std::size_t count) {
+    std::unique_lock lock(mutex_);
+    changed_.wait_for(lock, std::chrono::seconds(10), [&] { return messages_.size() >= count; });
+    if (messages_.size() < count) return {};
+    return std::move(messages_);
+  }
+  std::string lost() {
+    std::lock_guard lock(mutex_);
+    return lost_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<InboundMessage> messages_;
+  std::string lost_;
+};
+
+JobSecret TestSecret() {
+  JobSecret::Bytes bytes{};
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::uint8_t>(i * 7 + 1);
+  return JobSecret(bytes);
+}
+
+struct Rank {
+  ProgressEngine engine;
+  RecordingHost host;
+  std::unique_ptr<FabricTransport> transport;
+};
+
+class FabricInProcessTest : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    wire::JobTable table;
+    for (int rank = 0; rank < 2; ++rank) {
+      ranks_[rank].engine.Start();
+      ranks_[rank].transport = std::make_unique<FabricTransport>(
+          ranks_[rank].engine, ranks_[rank].host, TestSecret(), rank, 2);
+      wire::NodeInfo* node = table.add_nodes();
+      node->set_rank(rank);
+      node->set_host("here");
+      *node->add_endpoints() = ranks_[rank].transport->LocalEndpoint();
+    }
+    for (Rank& rank : ranks_) rank.transport->SetJobTable(table);
+  }
+  void TearDown() override {
+    for (Rank& rank : ranks_) rank.transport->Close();
+    for (Rank& rank : ranks_) rank.engine.Stop();
+  }
+  // Before the end: closing, each rank says goodbye, which the other takes as the pair's end.
+  void ExpectNoPeerLost() {
+    for (Rank& rank : ranks_) EXPECT_EQ(rank.host.lost(), "");
+  }
+
+  ScopedEnv tls_{"UCX_TLS", GetParam()};
+  Rank ranks_[2];
+};
+
+std::uint8_t Byte(std::size_t index, std::size_t i) {
+  return static_cast<std::uint8_t>(index * 31 + i * 7 + (i >> 12));
+}
+
+TEST_P(FabricInProcessTest, FramesArriveWholeAndInOrder) {
+  const std::size_t sizes[] = {0, 3, 5000, 2 << 20, 1, 300000, 0, 6 << 20, 12};
+  std::vector<std::shared_ptr<std::vector<std::uint8_t>>> payloads;
+  for (std::size_t index = 0; index < std::size(sizes); ++index) {
+    auto payload = std::make_shared<std::vector<std::uint8_t>>(sizes[index]);
+    for (std::size_t i = 0; i < payload->size(); ++i) (*payload)[i] = Byte(index, i);
+    OutgoingMessage message;
+    message.header.type = MessageType::kRaw;
+    message.header.source = 0;
+    message.header.destination = 1;
+    message.header.request_id = index;
+    message.body = std::string(index * 1000, 'b');  // from 5000 bytes on, not in the header
+    message.payload = Payload{payload->data(), payload->size(), payload};
+    ranks_[0].transport->Send(1, std::move(message), /*may_block=*/true);
+  }
+  std::vector<InboundMessage> got = ranks_[1].host.Take(std::size(sizes));
+  ASSERT_EQ(got.size(), std::size(sizes));
+  for (std::size_t index = 0; index < got.size(); ++index) {
+    const InboundMessage& message = got[index];
+    ASSERT_EQ(message.header.request_id, index) << "out of order";
+    EXPECT_EQ(message.body, std::string(index * 1000, 'b'));
+    ASSERT_EQ(message.header.payload_length, sizes[index]);
+    for (std::size_t i = 0; i < sizes[index]; ++i) {
+      ASSERT_EQ(message.payload[i], Byte(index, i)) << index << " at " << i;
+    }
+  }
+  ExpectNoPeerLost();
+}
+
+TEST_P(FabricInProcessTest, AGetReadsWhatThePeerExposed) {
+  std::vector<std::uint8_t> exposed(8 << 20);
+  for (std::size_t i = 0; i < exposed.size(); ++i) exposed[i] = Byte(9, i);
+  std::string key = ranks_[1].transport->ExposeForReading(exposed.data(), exposed.size());
+  auto base = reinterpret_cast<std::uint64_t>(exposed.data());
+
+  // A page in the middle, then the whole range.
+  for (auto [offset, size] : {std::pair<std::size_t, std::size_t>{12288, 4096}, {0, 8 << 20}}) {
+    std::vector<std::uint8_t> local(size, 0);
+    std::mutex mutex;
+    std::condition_variable done;
+    int result = -1;
+    ranks_[0].transport->Get(1, base + offset, key, local.data(), size, [&](bool ok) {
+      std::lock_guard lock(mutex);
+      result = ok ? 1 : 0;
+      done.notify_all();
+    });
+    std::unique_lock lock(mutex);
+    ASSERT_TRUE(done.wait_for(lock, std::chrono::seconds(10), [&] { return result >= 0; }));
+    ASSERT_EQ(result, 1);
+    for (std::size_t i = 0; i < size; ++i) ASSERT_EQ(local[i], exposed[offset + i]) << i;
+  }
+  ExpectNoPeerLost();
+}
+
+INSTANTIATE_TEST_SUITE_P(UcxTransports, FabricInProcessTest, ::testing::Values("tcp", "sm"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param) == "tcp" ? "Tcp" : "SharedMemory";
+                         });
+
+}  // namespace
+}  // namespace lmdx::net
