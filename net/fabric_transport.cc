@@ -570,9 +570,18 @@ bool FabricTransport::Poll() {
 bool FabricTransport::Arm() {
   std::lock_guard lock(ucx_mutex_);
   if (closing_) return false;
+  engine_.Modify(worker_->event_fd(), EPOLLIN);
   ProgressLocked();
   if (!finished_sends_.empty() || !peers_with_arrivals_.empty() || !lost_.empty()) return true;
   return Ucx().worker_arm(worker_->get()) == UCS_ERR_BUSY;
+}
+
+// A thread polls the worker now: the progress thread need not hear of its events meanwhile (on two
+// cores its wake-up would take the polling thread's core). UCX cannot be disarmed, so the
+// descriptor leaves the epoll set's interest until Arm.
+void FabricTransport::Disarm() {
+  std::lock_guard lock(ucx_mutex_);
+  if (!closing_) engine_.Modify(worker_->event_fd(), 0);
 }
 
 // The worker's descriptor fired. After taking what came, arm again: an armed worker's

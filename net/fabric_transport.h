@@ -109,7 +109,7 @@ class FabricTransport : public Transport, private ProgressEngine::Poller {
   // ProgressEngine::Poller.
   bool Poll() override;
   bool Arm() override;
-  void Disarm() override {}
+  void Disarm() override;
   void OnEventFd();
 
   ProgressEngine& engine_;

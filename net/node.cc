@@ -176,7 +176,7 @@ void Node::ChooseNetworks() {
     if (route_[static_cast<std::size_t>(peer)] == nullptr) {
       throw Error(LMDX_ERR_NETWORK, "this node shares no network with " + Rank(peer));
     }
-    all_polled &= choice.network == "shm";
+    all_polled &= choice.network == "shm" || choice.network == "fabric";
     // A frame may take another network the pair shares when its sender asks (a network hint):
     // the node keeps that network's connection to the peer beside the pair's own.
     for (const std::string& name :
