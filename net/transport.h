@@ -22,9 +22,10 @@ class TransportHost {
   virtual void OnPeerLost(int rank, const std::string& why) = 0;
 };
 
-// One kind of network (tcp now; shm, fabric and udp later). A transport authenticates every
-// connection, frames messages (net/wire.h), keeps per-pair FIFO order, and delivers whole frames
-// to its host. Node picks the transport of each pair; see docs/architecture.md.
+// One kind of network (shm, fabric, tcp, udp). A transport authenticates every connection (or,
+// without connections, every message), frames messages (net/wire.h), keeps per-pair FIFO order,
+// and delivers whole frames to its host. Node picks the transport of each pair; see
+// docs/architecture.md.
 class Transport {
  public:
   virtual ~Transport() = default;
