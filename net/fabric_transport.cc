@@ -570,10 +570,13 @@ bool FabricTransport::Poll() {
 bool FabricTransport::Arm() {
   std::lock_guard lock(ucx_mutex_);
   if (closing_) return false;
-  engine_.Modify(worker_->event_fd(), EPOLLIN);
   ProgressLocked();
   if (!finished_sends_.empty() || !peers_with_arrivals_.empty() || !lost_.empty()) return true;
-  return Ucx().worker_arm(worker_->get()) == UCS_ERR_BUSY;
+  if (Ucx().worker_arm(worker_->get()) == UCS_ERR_BUSY) return true;
+  // Armed (which also drained what made the descriptor readable): now the progress thread may
+  // hear of it. An event between the arm and this call still shows, as epoll looks again.
+  engine_.Modify(worker_->event_fd(), EPOLLIN);
+  return false;
 }
 
 // A thread polls the worker now: the progress thread need not hear of its events meanwhile (on two
