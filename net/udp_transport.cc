@@ -290,14 +290,18 @@ void UdpTransport::OnReadable() {
       ServeChannelsLocked(now, &after);
       ScheduleTimerLocked(now);
     }
-    // Frames go to the host outside the lock: its handlers send.
+    // Frames go to the host outside the lock: its handlers send. A peer whose stream breaks is
+    // dropped; the others' segments, acknowledged already, are still delivered.
+    std::vector<int> broken;
     for (auto& [source, segment] : ready) {
+      if (std::find(broken.begin(), broken.end(), source) != broken.end()) continue;
       Peer& peer = peers_[static_cast<std::size_t>(source)];
       std::string error;
       if (!peer.reader->Feed(segment->data(), segment->size(), &error)) {
+        broken.push_back(source);
         std::lock_guard lock(mutex_);
         MarkGoneLocked(source, "udp: rank " + std::to_string(source) + " sent " + error, &after);
-        break;
+        continue;
       }
       if (peer.reader->in_payload()) wait_board::NoteTraffic();
     }
