@@ -356,14 +356,14 @@ bool ShmConnection::WaitForRoom() {
   // The peer usually frees room within microseconds: poll for a moment, then sleep on the futex.
   std::int64_t since = MonotonicNs();
   while (MonotonicNs() - since < kWriteSpinNs) {
-    if (out_.Room() > 0) return true;
+    if (out_.FreshRoom() > 0) return true;
     if (closed_flag_.load(std::memory_order_relaxed)) return false;
   }
   while (!closed_flag_.load(std::memory_order_relaxed)) {
     if (!out_.WriterSleeps(1, Ring::kSleepsOnFutex)) return true;
     // A bounded sleep, so that a peer that died is noticed (its socket closes meanwhile).
     FutexWait(out_.writer_flag(), Ring::kSleepsOnFutex, 100);
-    if (out_.Room() > 0) return true;
+    if (out_.FreshRoom() > 0) return true;
   }
   return false;
 }

@@ -33,10 +33,20 @@ class Ring {
   Ring(RingControl* control, std::uint8_t* data, std::uint64_t capacity)
       : control_(control), data_(data), capacity_(capacity) {}
 
-  // Writer side. Room for how many bytes.
-  std::uint64_t Room() const {
-    return capacity_ - (control_->head.load(std::memory_order_relaxed) -
-                        control_->tail.load(std::memory_order_acquire));
+  // Writer side. Room for how many bytes, at least: the reader's position is read again only when
+  // the last one seen leaves less than a quarter of the ring, since every read of it is a cache
+  // miss on the line the reader writes (and takes the line from the reader's core).
+  std::uint64_t Room() {
+    std::uint64_t head = control_->head.load(std::memory_order_relaxed);
+    if (capacity_ - (head - seen_tail_) < capacity_ / 4) {
+      seen_tail_ = control_->tail.load(std::memory_order_acquire);
+    }
+    return capacity_ - (head - seen_tail_);
+  }
+  // Room from the reader's position as it is now, for a writer deciding whether to sleep.
+  std::uint64_t FreshRoom() {
+    seen_tail_ = control_->tail.load(std::memory_order_acquire);
+    return capacity_ - (control_->head.load(std::memory_order_relaxed) - seen_tail_);
   }
   // Copies size bytes (at most Room()) at the write position `offset` bytes past the published
   // head; Publish makes them visible.
@@ -62,7 +72,7 @@ class Ring {
   bool WriterSleeps(std::uint64_t wanted, std::uint32_t how) {
     control_->writer_asleep.store(how, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (Room() >= wanted) {
+    if (FreshRoom() >= wanted) {
       control_->writer_asleep.store(0, std::memory_order_relaxed);
       return false;
     }
@@ -97,7 +107,13 @@ class Ring {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     return Available() > 0;
   }
-  void DisarmReader() { control_->reader_asleep.store(0, std::memory_order_relaxed); }
+  // Writes only when armed: a store to the flag takes its line from the writer, which reads it
+  // on every publish.
+  void DisarmReader() {
+    if (control_->reader_asleep.load(std::memory_order_relaxed) != 0) {
+      control_->reader_asleep.store(0, std::memory_order_relaxed);
+    }
+  }
 
   std::uint64_t capacity() const { return capacity_; }
 
@@ -105,6 +121,7 @@ class Ring {
   RingControl* control_ = nullptr;
   std::uint8_t* data_ = nullptr;
   std::uint64_t capacity_ = 0;
+  std::uint64_t seen_tail_ = 0;  // writer only: the reader's position when last read
 };
 
 }  // namespace lmdx::net::internal
