@@ -124,6 +124,8 @@ class ProgressEngine : public CompletionDriver {
   // its wake-up takes the core of the very thread that waits.
   void BeginDriving();
   void EndDriving();
+  // Whether the progress thread's sleep watches the event set (drivers take it while they poll).
+  void WatchEventSet(bool watch);
   std::atomic<int> drive_micros_{kDefaultDriveMicros};
   std::mutex drivers_mutex_;
   int drivers_ = 0;                          // application threads driving now
