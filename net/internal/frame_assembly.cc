@@ -39,4 +39,13 @@ bool PreparePayload(TransportHost& host, InboundMessage& message, std::string* e
   return true;
 }
 
+std::uint64_t SealOutgoingHeader(OutgoingMessage& message, int source,
+                                 std::uint8_t out[kFrameHeaderSize]) {
+  message.header.body_length = static_cast<std::uint32_t>(message.body.size());
+  message.header.payload_length = message.payload.size;
+  message.header.source = source;
+  EncodeFrameHeader(message.header, out);
+  return kFrameHeaderSize + message.body.size() + message.payload.size;
+}
+
 }  // namespace lmdx::net::internal

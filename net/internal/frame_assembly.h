@@ -23,6 +23,11 @@ std::optional<FrameHeader> CheckIncomingHeader(const std::uint8_t bytes[kFrameHe
 // with *error, when that buffer cannot be had.
 bool PreparePayload(TransportHost& host, InboundMessage& message, std::string* error);
 
+// The sending side's step: fills in the header's lengths and source from the message and encodes
+// it into out. Returns the frame's whole size (header, body and payload): what must be written.
+std::uint64_t SealOutgoingHeader(OutgoingMessage& message, int source,
+                                 std::uint8_t out[kFrameHeaderSize]);
+
 }  // namespace lmdx::net::internal
 
 #endif  // LMDX_NET_INTERNAL_FRAME_ASSEMBLY_H_

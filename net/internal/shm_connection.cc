@@ -251,11 +251,7 @@ void ShmConnection::Deliver() {
 
 void ShmConnection::Send(OutgoingMessage message, bool may_block) {
   Pending pending;
-  message.header.body_length = static_cast<std::uint32_t>(message.body.size());
-  message.header.payload_length = message.payload.size;
-  message.header.source = my_rank_;
-  EncodeFrameHeader(message.header, pending.header);
-  pending.total = kFrameHeaderSize + message.body.size() + message.payload.size;
+  pending.total = SealOutgoingHeader(message, my_rank_, pending.header);
   pending.message = std::move(message);
   {
     std::unique_lock lock(mutex_);
