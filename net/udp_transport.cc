@@ -13,6 +13,7 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "net/handshake.h"
+#include "net/internal/frame_assembly.h"
 #include "net/internal/socket.h"
 #include "net/wait_board.h"
 
@@ -90,8 +91,6 @@ UdpTransport::UdpTransport(ProgressEngine& engine, TransportHost& host, const Jo
       socket_(BindUdp(bind_host)),
       faults_(internal::UdpFaults::FromEnvironment(static_cast<std::uint64_t>(::getpid()))) {
   local_address_ = internal::FormatAddress(internal::LocalAddress(socket_.get()));
-  receive_buffers_.assign(kBatch,
-                          std::vector<std::uint8_t>(UdpDatagramHeader::kSize + kLoopbackSegment));
   if (faults_.any())
     LogLine("udp: injecting faults into outgoing datagrams: " + faults_.Describe());
   engine_.Add(socket_.get(), EPOLLIN, [this](std::uint32_t) { OnReadable(); });
@@ -115,42 +114,48 @@ void UdpTransport::SetJobTable(const wire::JobTable& table) {
       if (endpoint.transport() != "udp") continue;
       Peer& peer = peers[static_cast<std::size_t>(rank)];
       peer.address = internal::ParseHostPort(endpoint.address());
-      peer.token_out = PairToken(secret_, "udp", rank_, rank);
-      peer.token_in = PairToken(secret_, "udp", rank, rank_);
       peer.segment_bytes = SegmentBytes(peer.address);
-      internal::ReliabilitySettings settings;
-      settings.window = static_cast<std::uint32_t>(
-          std::clamp<std::size_t>(kBytesInFlight / peer.segment_bytes, 8, 512));
-      settings.ack_every = std::max<std::uint32_t>(2, settings.window / 8);
-      peer.channel = std::make_unique<internal::ReliableChannel>(settings);
-      peer.reader = std::make_unique<internal::FrameReader>(host_, rank, rank_, "udp");
+      peer.reachable = true;
     }
   }
   std::lock_guard lock(mutex_);
   peers_ = std::move(peers);
 }
 
+// A pair's channel, tokens and reader are made when the pair first uses udp: every job offers
+// udp, and a job of a thousand nodes that never uses it must not pay a thousand of each per node.
+UdpTransport::Peer* UdpTransport::OpenLocked(int rank) {
+  Peer& peer = peers_[static_cast<std::size_t>(rank)];
+  if (!peer.reachable) return nullptr;
+  if (peer.channel) return &peer;
+  peer.token_out = PairToken(secret_, "udp", rank_, rank);
+  internal::ReliabilitySettings settings;
+  settings.window = static_cast<std::uint32_t>(
+      std::clamp<std::size_t>(kBytesInFlight / peer.segment_bytes, 8, 512));
+  settings.ack_every = std::max<std::uint32_t>(2, settings.window / 8);
+  peer.channel = std::make_unique<internal::ReliableChannel>(settings);
+  peer.reader = std::make_unique<internal::FrameReader>(host_, rank, rank_, "udp");
+  active_.push_back(rank);
+  return &peer;
+}
+
 void UdpTransport::Send(int dest, OutgoingMessage message, bool /*may_block*/) {
   Outgoing outgoing;
-  message.header.body_length = static_cast<std::uint32_t>(message.body.size());
-  message.header.payload_length = message.payload.size;
-  message.header.source = rank_;
-  EncodeFrameHeader(message.header, outgoing.header);
-  outgoing.total = kFrameHeaderSize + message.body.size() + message.payload.size;
+  outgoing.total = internal::SealOutgoingHeader(message, rank_, outgoing.header);
   outgoing.message = std::move(message);
   AfterLock after;
   {
     std::lock_guard lock(mutex_);
     if (peers_.empty()) throw Error(LMDX_ERR_INTERNAL, "udp: send before the job table is known");
-    Peer& peer = peers_[static_cast<std::size_t>(dest)];
-    if (closed_ || peer.gone || !peer.channel) {
+    Peer* peer = closed_ ? nullptr : OpenLocked(dest);
+    if (peer == nullptr || peer->gone) {
       if (outgoing.message.on_sent) {
         after.sent.push_back(
             [on_sent = std::move(outgoing.message.on_sent)](bool) { on_sent(false); });
       }
     } else {
-      peer.used = true;
-      peer.queue.push_back(std::move(outgoing));
+      peer->used = true;
+      peer->queue.push_back(std::move(outgoing));
       std::int64_t now = MonotonicMs();
       PumpLocked(dest, now, &after);
       ScheduleTimerLocked(now);
@@ -262,6 +267,10 @@ void UdpTransport::SendDatagramLocked(const sockaddr_in& to, const std::uint8_t*
 }
 
 void UdpTransport::OnReadable() {
+  if (receive_buffers_.empty()) {
+    receive_buffers_.assign(kBatch,
+                            std::vector<std::uint8_t>(UdpDatagramHeader::kSize + kLoopbackSegment));
+  }
   for (;;) {
     mmsghdr messages[kBatch] = {};
     iovec pieces[kBatch];
@@ -317,14 +326,20 @@ void UdpTransport::HandleDatagramLocked(const std::uint8_t* data, std::size_t si
   // sender resends it.
   if (peers_.empty()) return;
   auto header = UdpDatagramHeader::Decode(data, size);
-  if (!header || header->source < 0 || header->source >= size_ || header->source == rank_ ||
-      header->token != peers_[static_cast<std::size_t>(header->source)].token_in) {
+  bool known = header && header->source >= 0 && header->source < size_ && header->source != rank_ &&
+               peers_[static_cast<std::size_t>(header->source)].reachable;
+  if (known) {
+    Peer& claimed = peers_[static_cast<std::size_t>(header->source)];
+    if (!claimed.token_in) claimed.token_in = PairToken(secret_, "udp", header->source, rank_);
+    known = header->token == *claimed.token_in;
+  }
+  if (!known) {
     strangers_.Line("udp: dropped a datagram of " + std::to_string(size) +
                     " bytes that does not come from a node of this job");
     return;
   }
   int source = header->source;
-  Peer& peer = peers_[static_cast<std::size_t>(source)];
+  Peer& peer = *OpenLocked(source);
   if (peer.gone) return;
   if (header->kind == UdpDatagramHeader::kBye) {
     MarkGoneLocked(source, "", after);
@@ -352,9 +367,9 @@ void UdpTransport::HandleDatagramLocked(const std::uint8_t* data, std::size_t si
 
 // Acknowledgements due, timeouts expired, peers silent too long.
 void UdpTransport::ServeChannelsLocked(std::int64_t now, AfterLock* after) {
-  for (int rank = 0; rank < size_ && !peers_.empty(); ++rank) {
+  for (int rank : active_) {
     Peer& peer = peers_[static_cast<std::size_t>(rank)];
-    if (!peer.channel || peer.gone) continue;
+    if (peer.gone) continue;
     std::vector<std::uint32_t> resend;
     peer.channel->TakeExpired(now, &resend);
     for (std::uint32_t sequence : resend) {
@@ -388,8 +403,9 @@ void UdpTransport::OnTimer() {
 
 void UdpTransport::ScheduleTimerLocked(std::int64_t now) {
   std::int64_t soonest = -1;
-  for (const Peer& peer : peers_) {
-    if (!peer.channel || peer.gone) continue;
+  for (int rank : active_) {
+    const Peer& peer = peers_[static_cast<std::size_t>(rank)];
+    if (peer.gone) continue;
     std::int64_t when = peer.channel->NextDeadline();
     if (when >= 0 && (soonest < 0 || when < soonest)) soonest = when;
   }
@@ -418,8 +434,9 @@ void UdpTransport::MarkGoneLocked(int rank, const std::string& why, AfterLock* a
 }
 
 bool UdpTransport::DrainedLocked() const {
-  for (const Peer& peer : peers_) {
-    if (!peer.channel || peer.gone) continue;
+  for (int rank : active_) {
+    const Peer& peer = peers_[static_cast<std::size_t>(rank)];
+    if (peer.gone) continue;
     if (!peer.queue.empty() || peer.channel->InFlight() > 0) return false;
   }
   return true;
@@ -437,9 +454,9 @@ void UdpTransport::Close() {
                         [this] { return DrainedLocked(); });
     }
     // Tell every peer this node leaves, so that none lingers for acknowledgements from it.
-    for (int rank = 0; rank < size_ && !peers_.empty(); ++rank) {
+    for (int rank : active_) {
       Peer& peer = peers_[static_cast<std::size_t>(rank)];
-      if (!peer.channel || peer.gone || !peer.used) continue;
+      if (peer.gone || !peer.used) continue;
       for (int copy = 0; copy < 2; ++copy)
         TransmitLocked(rank, UdpDatagramHeader::kBye, 0, nullptr);
     }
@@ -447,9 +464,10 @@ void UdpTransport::Close() {
     if (std::getenv("LMDX_TRANSPORT_STATS") != nullptr) {
       std::uint64_t resent = 0;
       std::string rtos;
-      for (const Peer& peer : peers_) {
-        resent += peer.channel ? peer.channel->retransmitted() : 0;
-        if (peer.channel) rtos += " " + std::to_string(peer.channel->RtoMs());
+      for (int rank : active_) {
+        const Peer& peer = peers_[static_cast<std::size_t>(rank)];
+        resent += peer.channel->retransmitted();
+        rtos += " " + std::to_string(peer.channel->RtoMs());
       }
       LogLine("udp: " + std::to_string(segments_sent_) + " segments sent, " +
               std::to_string(resent) + " sent again, " + std::to_string(send_failures_) +

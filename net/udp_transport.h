@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,8 +64,9 @@ class UdpTransport : public Transport {
   };
   struct Peer {
     sockaddr_in address{};
-    std::uint64_t token_out = 0;  // what this node's datagrams to the peer carry
-    std::uint64_t token_in = 0;   // what the peer's datagrams carry
+    bool reachable = false;                 // it advertised a udp endpoint
+    std::uint64_t token_out = 0;            // what this node's datagrams to the peer carry
+    std::optional<std::uint64_t> token_in;  // what the peer's datagrams carry, once computed
     std::size_t segment_bytes = 0;
     std::unique_ptr<internal::ReliableChannel> channel;
     std::deque<Outgoing> queue;
@@ -80,6 +82,8 @@ class UdpTransport : public Transport {
   };
 
   using Arrived = std::pair<int, internal::ReliableChannel::Segment>;  // source rank, segment
+  // The peer's channel, made on first use; nullptr when it has no udp endpoint.
+  Peer* OpenLocked(int rank);
   void OnReadable();
   // One datagram from the socket; in-order segments for the frame reader go to *ready.
   void HandleDatagramLocked(const std::uint8_t* data, std::size_t size, std::int64_t now,
@@ -103,11 +107,13 @@ class UdpTransport : public Transport {
   int size_;
   Fd socket_;
   std::string local_address_;
-  std::vector<std::vector<std::uint8_t>> receive_buffers_;  // dispatch only
+  // Dispatch only; allocated when the first datagram arrives.
+  std::vector<std::vector<std::uint8_t>> receive_buffers_;
 
   mutable std::mutex mutex_;  // guards everything below
   std::condition_variable drained_;
   std::vector<Peer> peers_;  // by rank; empty until the job table is known
+  std::vector<int> active_;  // ranks whose channel exists, in the order they were opened
   internal::UdpFaults faults_;
   std::vector<std::uint8_t> held_back_;  // a datagram the fault injector reorders
   sockaddr_in held_back_to_{};
