@@ -20,9 +20,11 @@ LocalJob LocalJob::Create(int nodes, const std::string& rendezvous_host) {
 }
 
 JobWatch::NodeState LocalJob::StateAfterExit(int rank) {
-  // A node's sockets close as its process ends; half a second is plenty for the rendezvous to
-  // read a leave announced just before.
-  switch (rendezvous_->StateAfterExit(rank, std::chrono::milliseconds(500))) {
+  // A node's sockets close as its process ends, so the rendezvous will read the end of its
+  // connection, after any leave announced before it; the wait returns as soon as it has. Half a
+  // second was not always enough when a thousand nodes ended at once on two cores, and a node
+  // that had left in order was reported as ending without a word.
+  switch (rendezvous_->StateAfterExit(rank, std::chrono::seconds(5))) {
     case net::RendezvousServer::NodeState::kNotJoined: return NodeState::kNotJoined;
     case net::RendezvousServer::NodeState::kJoined: return NodeState::kJoined;
     case net::RendezvousServer::NodeState::kLeft: return NodeState::kLeft;
