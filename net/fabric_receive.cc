@@ -1,0 +1,269 @@
+// The fabric transport's receiving side: active messages as they arrive, handed to the node in
+// each pair's order (rendezvous data fetched when its turn comes), and failed endpoints.
+#include <algorithm>
+#include <cstring>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "net/fabric_transport.h"
+#include "net/internal/fabric_state.h"
+#include "net/internal/frame_assembly.h"
+#include "net/internal/ucx_am_header.h"
+#include "net/internal/ucx_library.h"
+#include "net/internal/ucx_worker.h"
+
+namespace lmdx::net {
+
+using internal::AmHeader;
+using internal::kAmHeaderSize;
+using internal::kAmPrefixSize;
+using internal::Ucx;
+using internal::UcxStatusText;
+
+ucs_status_t FabricTransport::OnActiveMessage(void* arg, const void* header,
+                                              std::size_t header_length, void* data,
+                                              std::size_t length,
+                                              const ucp_am_recv_param_t* param) {
+  return static_cast<FabricTransport*>(arg)->Arrived(header, header_length, data, length, param);
+}
+
+void FabricTransport::Refuse(const std::string& why) {
+  refusals_.Line("fabric: refused a message: " + why);
+}
+
+ucs_status_t FabricTransport::Arrived(const void* header_bytes, std::size_t header_length,
+                                      void* data, std::size_t length,
+                                      const ucp_am_recv_param_t* param) {
+  const auto* bytes = static_cast<const std::uint8_t*>(header_bytes);
+  if (header_length < kAmPrefixSize) {
+    Refuse("its header has " + std::to_string(header_length) + " bytes");
+    return UCS_OK;
+  }
+  std::optional<AmHeader> am = internal::DecodeAmHeader(bytes);
+  if (!am) {
+    Refuse("its header has unknown flags");
+    return UCS_OK;
+  }
+  if (am->source < 0 || am->source >= size_ || am->source == rank_) {
+    Refuse("it claims to come from rank " + std::to_string(am->source) +
+           ", which is not another rank of this job");
+    return UCS_OK;
+  }
+  Peer& peer = *peers_[static_cast<std::size_t>(am->source)];
+  if (am->token != peer.receive_token) {
+    Refuse("it claims to come from " + RankText(peer.rank) + " but its pair token is wrong");
+    return UCS_OK;
+  }
+  if (closing_ || peer.lost) return UCS_OK;
+  if (am->sequence < peer.next_receive || peer.arrived.contains(am->sequence)) {
+    Refuse("it repeats message " + std::to_string(am->sequence) + " from " + RankText(peer.rank));
+    return UCS_OK;
+  }
+
+  auto inbound = std::make_unique<Inbound>();
+  inbound->owner = this;
+  inbound->source = peer.rank;
+  if ((am->flags & AmHeader::kGoodbye) != 0) {
+    inbound->goodbye = true;
+    peer.arrived.emplace(am->sequence, std::move(inbound));
+    peers_with_arrivals_.insert(peer.rank);
+    return UCS_OK;
+  }
+  std::string error;
+  std::optional<FrameHeader> frame =
+      header_length < kAmHeaderSize
+          ? std::nullopt
+          : internal::CheckIncomingHeader(bytes + kAmPrefixSize, peer.rank, rank_,
+                                          "the fabric endpoint", &error);
+  if (!frame) {
+    LoseLocked(peer, header_length < kAmHeaderSize ? "a message without a frame header" : error);
+    return UCS_OK;
+  }
+  inbound->body_in_data = (am->flags & AmHeader::kBodyInData) != 0;
+  std::size_t header_body = header_length - kAmHeaderSize;
+  std::uint64_t expected_data = frame->payload_length;
+  if (inbound->body_in_data) expected_data += frame->body_length;
+  if ((inbound->body_in_data ? header_body != 0 : header_body != frame->body_length) ||
+      length != expected_data) {
+    LoseLocked(peer, "a message whose lengths disagree with its frame header");
+    return UCS_OK;
+  }
+  inbound->message.header = *frame;
+  if (!inbound->body_in_data) {
+    inbound->message.body.assign(reinterpret_cast<const char*>(bytes + kAmHeaderSize), header_body);
+  }
+  inbound->length = length;
+  ucs_status_t result = UCS_OK;
+  if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0) {
+    inbound->state = Inbound::State::kRendezvous;
+    inbound->data = data;
+    result = UCS_INPROGRESS;
+  } else if (length > 0 && (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) != 0) {
+    inbound->data = data;
+    inbound->release_data = true;
+    result = UCS_INPROGRESS;
+  } else if (length > 0) {
+    inbound->own_data = std::make_unique_for_overwrite<std::uint8_t[]>(length);
+    std::memcpy(inbound->own_data.get(), data, length);
+    inbound->data = inbound->own_data.get();
+  }
+  peer.arrived.emplace(am->sequence, std::move(inbound));
+  peers_with_arrivals_.insert(peer.rank);
+  return result;
+}
+
+void FabricTransport::OnFetched(void* request, ucs_status_t status, std::size_t /*length*/,
+                                void* user_data) {
+  auto* inbound = static_cast<Inbound*>(user_data);
+  if (status == UCS_OK) {
+    inbound->state = Inbound::State::kFetched;
+  } else {
+    inbound->state = Inbound::State::kFailed;
+    inbound->failure = UcxStatusText("fetching a message's data", status);
+  }
+  inbound->owner->peers_with_arrivals_.insert(inbound->source);
+  Ucx().request_free(request);
+}
+
+void FabricTransport::OnEndpointError(void* arg, ucp_ep_h endpoint, ucs_status_t status) {
+  auto* peer = static_cast<Peer*>(arg);
+  FabricTransport* self = peer->owner;
+  self->LoseLocked(*peer, UcxStatusText("its fabric endpoint failed", status));
+  DestroyKeysLocked(*peer);
+  self->failed_endpoints_.push_back(endpoint);
+  if (peer->endpoint == endpoint) peer->endpoint = nullptr;
+}
+
+// UCX wants a failed endpoint closed by force; it frees it once nothing refers to it.
+void FabricTransport::CloseFailedEndpointsLocked() {
+  for (ucp_ep_h endpoint : failed_endpoints_) {
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    ucs_status_ptr_t request = Ucx().ep_close_nbx(endpoint, &param);
+    if (request != nullptr && !UCS_PTR_IS_ERR(request)) Ucx().request_free(request);
+  }
+  failed_endpoints_.clear();
+}
+
+void FabricTransport::LoseLocked(Peer& peer, const std::string& why) {
+  if (peer.lost) return;
+  peer.lost = true;
+  if (!closing_) lost_.emplace_back(peer.rank, why);
+}
+
+bool FabricTransport::AdvancePeer(Peer& peer) {
+  bool moved = false;
+  for (;;) {
+    Inbound* inbound = nullptr;
+    {
+      std::lock_guard lock(ucx_mutex_);
+      if (closing_ || peer.lost) return moved;
+      auto it = peer.arrived.find(peer.next_receive);
+      if (it == peer.arrived.end() || it->second->state == Inbound::State::kFetching) return moved;
+      inbound = it->second.get();
+      if (inbound->goodbye || inbound->state == Inbound::State::kFailed) {
+        std::string why = inbound->goodbye ? RankText(peer.rank) + " closed its fabric endpoint"
+                                           : inbound->failure;
+        peer.arrived.erase(it);
+        ++peer.next_receive;
+        LoseLocked(peer, why);
+        return true;
+      }
+    }
+    moved = true;
+    InboundMessage& message = inbound->message;
+    std::uint32_t body_length = message.header.body_length;
+    std::string error;
+    if (inbound->state == Inbound::State::kRendezvous) {
+      // The payload's memory is named now, with every earlier frame handed over; then UCX
+      // fetches the data straight into it.
+      void* target = nullptr;
+      if (inbound->body_in_data) {
+        inbound->own_data = std::make_unique_for_overwrite<std::uint8_t[]>(inbound->length);
+        target = inbound->own_data.get();
+      } else if (internal::PreparePayload(host_, message, &error)) {
+        target = message.payload;
+      }
+      std::lock_guard lock(ucx_mutex_);
+      if (target == nullptr) {
+        Ucx().am_data_release(worker_->get(), inbound->data);
+        inbound->state = Inbound::State::kFailed;
+        inbound->failure = error;
+        continue;
+      }
+      ucp_request_param_t param{};
+      param.op_attr_mask =
+          UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE;
+      param.cb.recv_am = &FabricTransport::OnFetched;
+      param.user_data = inbound;
+      param.datatype = ucp_dt_make_contig(1);
+      ucs_status_ptr_t request =
+          Ucx().am_recv_data_nbx(worker_->get(), inbound->data, target, inbound->length, &param);
+      inbound->data = nullptr;  // UCX owns the descriptor now
+      if (UCS_PTR_IS_ERR(request)) {
+        inbound->state = Inbound::State::kFailed;
+        inbound->failure = UcxStatusText("ucp_am_recv_data_nbx", UCS_PTR_STATUS(request));
+      } else {
+        inbound->state = request == nullptr ? Inbound::State::kFetched : Inbound::State::kFetching;
+      }
+      continue;
+    }
+    // kHeld or kFetched: the bytes are here.
+    const std::uint8_t* bytes = inbound->state == Inbound::State::kHeld
+                                    ? static_cast<const std::uint8_t*>(inbound->data)
+                                    : inbound->own_data.get();
+    bool copy_out = inbound->state == Inbound::State::kHeld || inbound->body_in_data;
+    bool ok = true;
+    if (copy_out) {
+      if (inbound->body_in_data) {
+        message.body.assign(reinterpret_cast<const char*>(bytes), body_length);
+        bytes += body_length;
+      }
+      if (message.header.payload_length > 0) {
+        ok = internal::PreparePayload(host_, message, &error);
+        if (ok) std::memcpy(message.payload, bytes, message.header.payload_length);
+      }
+    }
+    std::unique_ptr<Inbound> done;
+    {
+      std::lock_guard lock(ucx_mutex_);
+      if (inbound->release_data) Ucx().am_data_release(worker_->get(), inbound->data);
+      inbound->release_data = false;
+      if (!ok) {
+        inbound->state = Inbound::State::kFailed;
+        inbound->failure = error;
+        continue;
+      }
+      auto it = peer.arrived.find(peer.next_receive);
+      done = std::move(it->second);
+      peer.arrived.erase(it);
+      ++peer.next_receive;
+    }
+    host_.OnMessage(std::move(done->message));
+  }
+}
+
+bool FabricTransport::Deliver() {
+  std::vector<std::pair<std::function<void(bool)>, bool>> finished;
+  std::set<int> ready;
+  {
+    std::lock_guard lock(ucx_mutex_);
+    finished.swap(finished_sends_);
+    ready.swap(peers_with_arrivals_);
+  }
+  bool found = !finished.empty() || !ready.empty();
+  for (auto& [on_sent, sent] : finished) {
+    if (on_sent) on_sent(sent);
+  }
+  for (int rank : ready) AdvancePeer(*peers_[static_cast<std::size_t>(rank)]);
+  std::vector<std::pair<int, std::string>> lost;
+  {
+    std::lock_guard lock(ucx_mutex_);
+    if (!closing_) lost.swap(lost_);
+  }
+  for (const auto& [rank, why] : lost) host_.OnPeerLost(rank, why);
+  return found || !lost.empty();
+}
+
+}  // namespace lmdx::net

@@ -1,0 +1,73 @@
+#ifndef LMDX_NET_INTERNAL_FABRIC_STATE_H_
+#define LMDX_NET_INTERNAL_FABRIC_STATE_H_
+
+// What the fabric transport's files share: the records of frames and reads under way, and of
+// each peer. Only net/fabric_*.cc include it.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "net/fabric_transport.h"
+#include "net/internal/ucx_am_header.h"
+
+namespace lmdx::net {
+
+inline std::string RankText(int rank) { return "rank " + std::to_string(rank); }
+
+// A frame on its way: kept whole until UCX no longer needs its memory.
+struct FabricTransport::SendOp {
+  FabricTransport* owner = nullptr;
+  OutgoingMessage message;
+  std::vector<std::uint8_t> header;     // the active message's header
+  std::vector<std::uint8_t> body_data;  // body and payload, when the body is in the data
+};
+
+// A one-sided read under way.
+struct FabricTransport::GetOp {
+  FabricTransport* owner = nullptr;
+  std::function<void(bool)> on_done;
+};
+
+// A frame that arrived, waiting until every frame before it from its peer has been handed over.
+struct FabricTransport::Inbound {
+  enum class State {
+    kHeld,        // the data is in memory (UCX's, or copied): copy it out and hand it over
+    kRendezvous,  // the data is still at the sender: fetch it
+    kFetching,
+    kFetched,  // ready to hand over
+    kFailed,
+  };
+  FabricTransport* owner = nullptr;
+  int source = -1;
+  State state = State::kHeld;
+  bool goodbye = false;
+  bool body_in_data = false;
+  InboundMessage message;  // header, and the body when it came in the header
+  void* data = nullptr;    // kHeld: the bytes; kRendezvous: UCX's descriptor
+  std::size_t length = 0;
+  bool release_data = false;                 // kHeld: data is UCX's, released after the copy
+  std::unique_ptr<std::uint8_t[]> own_data;  // a copy, or the fetch of body and payload
+  std::string failure;
+};
+
+struct FabricTransport::Peer {
+  FabricTransport* owner = nullptr;
+  int rank = -1;
+  std::string address;  // the peer worker's address, from the job table
+  bool same_host = false;
+  ucp_ep_h endpoint = nullptr;
+  std::uint64_t send_token = 0;
+  std::uint64_t receive_token = 0;
+  std::uint64_t next_send = 0;
+  std::uint64_t next_receive = 0;
+  std::map<std::uint64_t, std::unique_ptr<Inbound>> arrived;  // by sequence number
+  std::map<std::string, ucp_rkey_h> keys;  // the peer's packed keys, unpacked for endpoint
+  bool lost = false;
+  std::uint8_t goodbye[internal::kAmPrefixSize] = {};
+};
+
+}  // namespace lmdx::net
+
+#endif  // LMDX_NET_INTERNAL_FABRIC_STATE_H_
