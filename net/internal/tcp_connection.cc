@@ -23,6 +23,10 @@ constexpr std::size_t kDirectReadThreshold = 16 * 1024;
 // One readable event reads at most this much, so one busy peer cannot starve the others.
 constexpr std::size_t kReadBudget = 32u << 20;
 constexpr int kMaxIovecs = 48;
+// One sendmsg writes at most this much. On loopback the sender's call copies the bytes in and
+// the receiver copies them out: written in one call, a 1 MiB message reached the receiver only as
+// the call ended, and the two copies ran one after the other instead of side by side.
+constexpr std::size_t kMaxWrite = 256 * 1024;
 constexpr int kHandshakeDeadlineMs = 5000;
 constexpr std::uint32_t kReadEvents = EPOLLIN | EPOLLRDHUP;
 constexpr std::int64_t kWriteSpinNs = 50 * 1000;
@@ -301,16 +305,19 @@ void TcpConnection::WriteQueued(bool may_block) {
       }
       // Elements of a deque stay where they are while others are appended, and only the writer
       // removes them, so the iovecs stay valid after the lock is released.
+      std::size_t batch = 0;
       for (Pending& pending : queue_) {
-        if (count + 3 > kMaxIovecs) break;
+        if (count + 3 > kMaxIovecs || batch >= kMaxWrite) break;
         std::size_t skip = pending.written;
         auto add = [&](const void* base, std::size_t size) {
           if (skip >= size) {
             skip -= size;
             return;
           }
-          iov[count++] =
-              iovec{const_cast<char*>(static_cast<const char*>(base)) + skip, size - skip};
+          std::size_t take = std::min(size - skip, kMaxWrite - batch);
+          if (take == 0) return;
+          iov[count++] = iovec{const_cast<char*>(static_cast<const char*>(base)) + skip, take};
+          batch += take;
           skip = 0;
         };
         add(pending.header, kFrameHeaderSize);
