@@ -461,7 +461,8 @@ void UdpTransport::Close() {
         TransmitLocked(rank, UdpDatagramHeader::kBye, 0, nullptr);
     }
     closed_ = true;
-    if (std::getenv("LMDX_TRANSPORT_STATS") != nullptr) {
+    const char* stats = std::getenv("LMDX_TRANSPORT_STATS");
+    if (stats != nullptr && std::string(stats) == "1") {
       std::uint64_t resent = 0;
       std::string rtos;
       for (int rank : active_) {
