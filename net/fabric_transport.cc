@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "base/hex.h"
 #include "base/log.h"
 #include "net/handshake.h"
 #include "net/internal/fabric_state.h"
@@ -116,7 +117,8 @@ FabricTransport::~FabricTransport() {
 wire::Endpoint FabricTransport::LocalEndpoint() const {
   wire::Endpoint endpoint;
   endpoint.set_transport("fabric");
-  endpoint.set_address(internal::AddressToHex(worker_->address()));
+  // The worker's address travels in the job table as hex.
+  endpoint.set_address(HexEncode(worker_->address()));
   return endpoint;  // no scope: anyone who can reach the address may use it
 }
 
@@ -131,7 +133,7 @@ void FabricTransport::SetJobTable(const wire::JobTable& table) {
     peers_[static_cast<std::size_t>(node.rank())]->same_host = node.host() == my_host;
     for (const wire::Endpoint& endpoint : node.endpoints()) {
       if (endpoint.transport() != "fabric") continue;
-      std::string address = internal::AddressFromHex(endpoint.address());
+      std::string address = HexDecode(endpoint.address()).value_or("");
       if (address.empty()) {
         LogLine("fabric: " + RankText(node.rank()) + " advertised an address that is not hex");
         continue;

@@ -7,23 +7,9 @@
 #include <string>
 
 #include "base/error.h"
+#include "base/hex.h"
 
 namespace lmdx::net {
-namespace {
-
-std::string HexOf(const std::uint8_t* bytes, std::size_t size) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string text;
-  text.reserve(2 * size);
-  for (std::size_t i = 0; i < size; ++i) {
-    text += kDigits[bytes[i] >> 4];
-    text += kDigits[bytes[i] & 0xf];
-  }
-  return text;
-}
-
-}  // namespace
-
 JobSecret JobSecret::Generate() {
   Bytes bytes{};
   FillWithKernelRandom(bytes.data(), bytes.size(), "the job secret");
@@ -44,29 +30,21 @@ void FillWithKernelRandom(std::uint8_t* data, std::size_t size, const char* purp
 }
 
 std::optional<JobSecret> JobSecret::FromHex(std::string_view text) {
-  if (text.size() != 2 * kBytes) return std::nullopt;
-  auto nibble = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
+  std::optional<std::string> decoded = HexDecode(text);
+  if (!decoded || decoded->size() != kBytes) return std::nullopt;
   Bytes bytes{};
-  for (std::size_t i = 0; i < kBytes; ++i) {
-    int high = nibble(text[2 * i]);
-    int low = nibble(text[2 * i + 1]);
-    if (high < 0 || low < 0) return std::nullopt;
-    bytes[i] = static_cast<std::uint8_t>(high << 4 | low);
-  }
+  std::memcpy(bytes.data(), decoded->data(), kBytes);
   return JobSecret(bytes);
 }
 
-std::string JobSecret::Hex() const { return HexOf(bytes_.data(), bytes_.size()); }
+std::string JobSecret::Hex() const {
+  return HexEncode({reinterpret_cast<const char*>(bytes_.data()), bytes_.size()});
+}
 
 std::string NewJobId() {
   std::uint8_t bytes[8];
   FillWithKernelRandom(bytes, sizeof bytes, "a job id");
-  return HexOf(bytes, sizeof bytes);
+  return HexEncode({reinterpret_cast<const char*>(bytes), sizeof bytes});
 }
 
 }  // namespace lmdx::net

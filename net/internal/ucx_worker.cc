@@ -16,13 +16,6 @@ namespace {
   throw Error(LMDX_ERR_NETWORK, text);
 }
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 }  // namespace
 
 UcxWorker::UcxWorker(std::size_t expected_endpoints) {
@@ -81,30 +74,6 @@ UcxWorker::~UcxWorker() {
 
 std::string UcxStatusText(std::string_view step, ucs_status_t status) {
   return std::string(step) + ": " + Ucx().status_string(status);
-}
-
-std::string AddressToHex(std::string_view bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string text;
-  text.reserve(bytes.size() * 2);
-  for (unsigned char byte : bytes) {
-    text.push_back(kDigits[byte >> 4]);
-    text.push_back(kDigits[byte & 0xf]);
-  }
-  return text;
-}
-
-std::string AddressFromHex(std::string_view text) {
-  if (text.size() % 2 != 0) return {};
-  std::string bytes;
-  bytes.reserve(text.size() / 2);
-  for (std::size_t i = 0; i < text.size(); i += 2) {
-    int high = HexValue(text[i]);
-    int low = HexValue(text[i + 1]);
-    if (high < 0 || low < 0) return {};
-    bytes.push_back(static_cast<char>(high << 4 | low));
-  }
-  return bytes;
 }
 
 }  // namespace lmdx::net::internal

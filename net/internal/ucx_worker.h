@@ -44,11 +44,6 @@ class UcxWorker {
 // "step: UCX's text for status", for errors and log lines.
 std::string UcxStatusText(std::string_view step, ucs_status_t status);
 
-// A worker address travels in the job table as lower-case hex.
-std::string AddressToHex(std::string_view bytes);
-// The bytes of a hex address, or an empty string when text is not even-length hex.
-std::string AddressFromHex(std::string_view text);
-
 }  // namespace lmdx::net::internal
 
 #endif  // LMDX_NET_INTERNAL_UCX_WORKER_H_
