@@ -110,16 +110,21 @@ void Node::StartTransports() {
     network.transport = make(*network.counter);
     networks_.push_back(std::move(network));
   };
-  if (shm_wanted) {
+  // A network this host cannot offer is left out (its pairs take another); a bad setting for it
+  // is the user's to fix, and ends the start.
+  auto add_if_possible = [&add](const char* what, auto make) {
     try {
-      add([this](TransportHost& host) {
-        return std::make_unique<ShmTransport>(engine_, host, info_.secret, info_.rank, info_.size,
-                                              info_.job_id);
-      });
+      add(make);
     } catch (const Error& error) {
       if (error.code() == LMDX_ERR_INVALID_ARGUMENT) throw;
-      DebugLine(std::string("no shared-memory transport: ") + error.what());
+      DebugLine(std::string("no ") + what + " transport: " + error.what());
     }
+  };
+  if (shm_wanted) {
+    add_if_possible("shared-memory", [this](TransportHost& host) {
+      return std::make_unique<ShmTransport>(engine_, host, info_.secret, info_.rank, info_.size,
+                                            info_.job_id);
+    });
   }
   // UCX costs start-up time and threads of its own, so fabric starts only where it was asked for
   // (docs/decisions.md); a node that cannot start it goes on without (its pairs fall back).
@@ -142,15 +147,10 @@ void Node::StartTransports() {
   // udp is last in the preference, so a pair takes it only when the user asks (for the job, the
   // pair or one frame's network hint); it costs a socket and no thread, so it is always offered.
   if (info_.size > 1) {
-    try {
-      add([this](TransportHost& host) {
-        return std::make_unique<UdpTransport>(engine_, host, info_.secret, info_.rank, info_.size,
-                                              info_.bind_host);
-      });
-    } catch (const Error& error) {
-      if (error.code() == LMDX_ERR_INVALID_ARGUMENT) throw;
-      DebugLine(std::string("no udp transport: ") + error.what());
-    }
+    add_if_possible("udp", [this](TransportHost& host) {
+      return std::make_unique<UdpTransport>(engine_, host, info_.secret, info_.rank, info_.size,
+                                            info_.bind_host);
+    });
   }
 }
 

@@ -224,6 +224,15 @@ void UdpTransport::TransmitLocked(int rank, UdpDatagramHeader::Kind kind, std::u
   SendDatagramLocked(peer.address, bytes, segment);
 }
 
+void UdpTransport::ResendLocked(int rank, const std::vector<std::uint32_t>& sequences) {
+  const internal::ReliableChannel& channel = *peers_[static_cast<std::size_t>(rank)].channel;
+  for (std::uint32_t sequence : sequences) {
+    if (auto segment = channel.Stored(sequence)) {
+      TransmitLocked(rank, UdpDatagramHeader::kData, sequence, segment.get());
+    }
+  }
+}
+
 void UdpTransport::SendDatagramLocked(const sockaddr_in& to, const std::uint8_t* header,
                                       const std::vector<std::uint8_t>* segment) {
   auto put = [this](const sockaddr_in& address, const std::uint8_t* head, const std::uint8_t* data,
@@ -349,10 +358,7 @@ void UdpTransport::HandleDatagramLocked(const std::uint8_t* data, std::size_t si
   peer.channel->OnAcknowledgement(
       header->cumulative, header->selective, header->room,
       header->has_echo ? std::optional<std::uint32_t>(header->echo) : std::nullopt, now, &resend);
-  for (std::uint32_t sequence : resend) {
-    auto segment = peer.channel->Stored(sequence);
-    if (segment) TransmitLocked(source, UdpDatagramHeader::kData, sequence, segment.get());
-  }
+  ResendLocked(source, resend);
   if (header->kind == UdpDatagramHeader::kData) {
     peer.used = true;
     std::vector<internal::ReliableChannel::Segment> in_order;
@@ -372,10 +378,7 @@ void UdpTransport::ServeChannelsLocked(std::int64_t now, AfterLock* after) {
     if (peer.gone) continue;
     std::vector<std::uint32_t> resend;
     peer.channel->TakeExpired(now, &resend);
-    for (std::uint32_t sequence : resend) {
-      auto segment = peer.channel->Stored(sequence);
-      if (segment) TransmitLocked(rank, UdpDatagramHeader::kData, sequence, segment.get());
-    }
+    ResendLocked(rank, resend);
     if (peer.channel->PeerSilent(now)) {
       MarkGoneLocked(
           rank,

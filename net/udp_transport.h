@@ -92,6 +92,8 @@ class UdpTransport : public Transport {
   void PumpLocked(int rank, std::int64_t now, AfterLock* after);
   void TransmitLocked(int rank, internal::UdpDatagramHeader::Kind kind, std::uint32_t sequence,
                       const std::vector<std::uint8_t>* segment);
+  // Sends again the segments the channel named (timeouts, fast retransmission).
+  void ResendLocked(int rank, const std::vector<std::uint32_t>& sequences);
   void SendDatagramLocked(const sockaddr_in& to, const std::uint8_t* header,
                           const std::vector<std::uint8_t>* segment);
   void OnTimer();
