@@ -24,7 +24,7 @@ void FabricTransport::DestroyKeysLocked(Peer& peer) {
   peer.keys.clear();
 }
 
-std::string FabricTransport::ExposeForReading(void* base, std::size_t size) {
+std::optional<std::string> FabricTransport::ExposeForReading(void* base, std::size_t size) {
   std::lock_guard lock(ucx_mutex_);
   if (closing_) throw Error(LMDX_ERR_NETWORK, "fabric: memory exposed after the transport closed");
   ucp_mem_map_params_t params{};
@@ -54,8 +54,8 @@ std::string FabricTransport::ExposeForReading(void* base, std::size_t size) {
   return key;
 }
 
-void FabricTransport::Get(int dest, std::uint64_t remote_address, const std::string& key,
-                          void* local, std::size_t size, std::function<void(bool ok)> on_done) {
+bool FabricTransport::Read(int dest, std::uint64_t remote_address, const std::string& key,
+                           void* local, std::size_t size, std::function<void(bool ok)> on_done) {
   auto op = std::make_unique<GetOp>();
   op->owner = this;
   op->on_done = std::move(on_done);
@@ -98,6 +98,7 @@ void FabricTransport::Get(int dest, std::uint64_t remote_address, const std::str
     engine_.Post([] {});  // a peer lost meanwhile is reported from the dispatching thread
     if (op->on_done) op->on_done(ok);
   }
+  return true;
 }
 
 void FabricTransport::OnGetDone(void* request, ucs_status_t status, void* user_data) {

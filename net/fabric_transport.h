@@ -63,17 +63,11 @@ class FabricTransport : public Transport, private ProgressEngine::Poller {
   void Send(int dest, OutgoingMessage message, bool may_block) override;
   void Close() override;
 
-  // One-sided reads (the DSM protocols do not use them yet). ExposeForReading registers
-  // [base, base + size) for reads by peers until Close, and returns the key a peer needs to read
-  // it (UCX's packed remote key). Whoever holds the key and an address in the range can read it,
-  // so the key must travel only over the job's authenticated frames. Throws lmdx::Error when UCX
-  // refuses the range.
-  std::string ExposeForReading(void* base, std::size_t size);
-  // Reads size bytes at remote_address, in memory dest exposed with key, into local. on_done runs
-  // once, on the dispatching thread or in this call: true when every byte is in local, false when
-  // the read failed or the peer is lost (the peer's loss is also reported as for a send).
-  void Get(int dest, std::uint64_t remote_address, const std::string& key, void* local,
-           std::size_t size, std::function<void(bool ok)> on_done);
+  // One-sided reads (Transport): over UCX's remote memory access, ucp_get_nbx. The key is UCX's
+  // packed remote key. The home-based DSM protocols read pages with them (dsm/home_reads.h).
+  std::optional<std::string> ExposeForReading(void* base, std::size_t size) override;
+  bool Read(int dest, std::uint64_t remote_address, const std::string& key, void* local,
+            std::size_t size, std::function<void(bool ok)> on_done) override;
 
  private:
   struct SendOp;

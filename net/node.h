@@ -7,11 +7,14 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -138,6 +141,19 @@ class Node : public TransportHost {
                                                          std::string body, LateReply on_late_reply,
                                                          const WaitReason* reason = nullptr);
 
+  // One-sided reads over the pair's own network, where it has them (fabric; net/transport.h).
+  // ExposeForReading registers [base, base + size) for reads by peer (once per network and range)
+  // and returns the key to send it; nullopt when the pair's network has no remote reads.
+  std::optional<std::string> ExposeForReading(int peer, void* base, std::size_t size);
+  struct RemoteSpan {
+    std::uint64_t address;  // in the peer's memory, inside what it exposed
+    void* local;
+    std::size_t size;
+  };
+  // Reads every span from peer's memory exposed with key and waits for all of them. False when
+  // the pair's network has no remote reads or a read failed: the caller then asks the peer.
+  bool ReadRemote(int peer, const std::string& key, std::span<const RemoteSpan> spans);
+
   // Traffic of this node by message type (self-sends included), for statistics.
   const TypeCounters& counters(MessageType type) const {
     return type_counters_[static_cast<std::size_t>(type)];
@@ -244,6 +260,10 @@ class Node : public TransportHost {
   // requests_mutex_).
   std::unordered_map<std::uint64_t, LateReply> late_replies_;
   std::atomic<std::uint64_t> next_request_id_{1};
+
+  // Keys of the memory this node exposed, by network and range.
+  std::mutex exposed_mutex_;
+  std::map<std::tuple<Transport*, void*, std::size_t>, std::optional<std::string>> exposed_;
 
   std::mutex lost_mutex_;
   std::condition_variable lost_changed_;

@@ -52,6 +52,16 @@ class ShmTransport : public Transport, private ProgressEngine::Poller {
   // (the socket's name lives there).
   static std::string LocalScope();
 
+  // One-sided reads between processes of one host: the reader copies straight out of the
+  // exposing process with process_vm_readv, one system call and one copy, with no code of the
+  // exposing node running. Nothing is registered: the key names the exposing process as it sees
+  // itself, and the reader uses it only when it is the process at the other end of the pair's
+  // authenticated socket, as the kernel names that one to the reader (so a peer in another pid
+  // namespace is never read at a wrong pid: the two differ and the pair goes without).
+  std::optional<std::string> ExposeForReading(void* base, std::size_t size) override;
+  bool Read(int dest, std::uint64_t remote_address, const std::string& key, void* local,
+            std::size_t size, std::function<void(bool ok)> on_done) override;
+
  private:
   using ConnectionPtr = std::shared_ptr<internal::ShmConnection>;
   void AcceptLoop();

@@ -1,7 +1,10 @@
 #ifndef LMDX_NET_TRANSPORT_H_
 #define LMDX_NET_TRANSPORT_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "net/message.h"
@@ -40,6 +43,25 @@ class Transport {
   virtual void Send(int dest, OutgoingMessage message, bool may_block) = 0;
   // Closes every connection without reporting peers as lost (the job is ending).
   virtual void Close() = 0;
+
+  // One-sided reads, on networks with remote memory access (fabric): a node exposes memory once
+  // and hands the key to its peers in its own authenticated frames; a peer holding the key then
+  // reads any part of that memory with no code of the exposing node running. Whoever holds the
+  // key can read the memory, so it must travel only in the job's frames.
+  //
+  // Registers [base, base + size) for reads by peers until Close and returns the key; nullopt
+  // when this network has no remote reads. Throws lmdx::Error when the network refuses the range.
+  virtual std::optional<std::string> ExposeForReading(void* /*base*/, std::size_t /*size*/) {
+    return std::nullopt;
+  }
+  // Reads size bytes at remote_address, in memory dest exposed with key, into local. on_done runs
+  // once, on the dispatching thread or in this call: true when every byte is in local. False
+  // (and on_done never runs) when this network has no remote reads.
+  virtual bool Read(int /*dest*/, std::uint64_t /*remote_address*/, const std::string& /*key*/,
+                    void* /*local*/, std::size_t /*size*/,
+                    std::function<void(bool ok)> /*on_done*/) {
+    return false;
+  }
 };
 
 }  // namespace lmdx::net

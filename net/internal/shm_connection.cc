@@ -98,6 +98,12 @@ ShmConnection::~ShmConnection() {
 
 void ShmConnection::Establish(ShmSetup setup) {
   setup_ = std::move(setup);
+  ucred credentials{};
+  socklen_t credentials_size = sizeof credentials;
+  if (::getsockopt(setup_.socket.get(), SOL_SOCKET, SO_PEERCRED, &credentials, &credentials_size) ==
+      0) {
+    peer_pid_.store(credentials.pid, std::memory_order_release);
+  }
   std::uint64_t capacity = static_cast<SegmentHeader*>(setup_.mapping)->capacity;
   out_ = RingAt(setup_.mapping, capacity, setup_.creator ? 0 : 1);
   in_ = RingAt(setup_.mapping, capacity, setup_.creator ? 1 : 0);

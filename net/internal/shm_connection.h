@@ -1,6 +1,8 @@
 #ifndef LMDX_NET_INTERNAL_SHM_CONNECTION_H_
 #define LMDX_NET_INTERNAL_SHM_CONNECTION_H_
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -64,6 +66,9 @@ class ShmConnection : public std::enable_shared_from_this<ShmConnection> {
   void Close(const std::string& why, bool quiet = false);
 
   int peer_rank() const { return peer_rank_; }
+  // The peer's process, as the kernel names it to this process (SO_PEERCRED of the lifeline, so
+  // in this process's pid namespace); 0 until established.
+  pid_t peer_pid() const { return peer_pid_.load(std::memory_order_acquire); }
   const std::string& label() const { return label_; }
 
  private:
@@ -93,6 +98,7 @@ class ShmConnection : public std::enable_shared_from_this<ShmConnection> {
   Ring out_;
   Ring in_;
   std::atomic<bool> ready_{false};
+  std::atomic<pid_t> peer_pid_{0};
   std::atomic<bool> closed_flag_{false};
 
   // Read side (dispatching thread only).

@@ -8,55 +8,19 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "net/fabric_transport.h"
 #include "net/progress_engine.h"
+#include "tests/net/in_process_host.h"
 #include "tests/testing/scoped_env.h"
 
 namespace lmdx::net {
 namespace {
 
 using lmdx::testing::ScopedEnv;
-
-// Keeps what arrives; payloads land in buffers of their own.
-class RecordingHost : public TransportHost {
- public:
-  std::uint8_t* PlacePayload(const FrameHeader&, const std::string&) override { return nullptr; }
-  void OnMessage(InboundMessage message) override {
-    std::lock_guard lock(mutex_);
-    messages_.push_back(std::move(message));
-    changed_.notify_all();
-  }
-  void OnPeerLost(int rank, const std::string& why) override {
-    std::lock_guard lock(mutex_);
-    lost_ += "rank " + std::to_string(rank) + ": " + why + "\n";
-  }
-  // The first count messages, once they are all here (an empty vector after 10 s).
-  std::vector<InboundMessage> Take(std::size_t count) {
-    std::unique_lock lock(mutex_);
-    changed_.wait_for(lock, std::chrono::seconds(10), [&] { return messages_.size() >= count; });
-    if (messages_.size() < count) return {};
-    return std::move(messages_);
-  }
-  std::string lost() {
-    std::lock_guard lock(mutex_);
-    return lost_;
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::vector<InboundMessage> messages_;
-  std::string lost_;
-};
-
-JobSecret TestSecret() {
-  JobSecret::Bytes bytes{};
-  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::uint8_t>(i * 7 + 1);
-  return JobSecret(bytes);
-}
 
 struct Rank {
   ProgressEngine engine;
@@ -128,7 +92,9 @@ TEST_P(FabricInProcessTest, FramesArriveWholeAndInOrder) {
 TEST_P(FabricInProcessTest, AGetReadsWhatThePeerExposed) {
   std::vector<std::uint8_t> exposed(8 << 20);
   for (std::size_t i = 0; i < exposed.size(); ++i) exposed[i] = Byte(9, i);
-  std::string key = ranks_[1].transport->ExposeForReading(exposed.data(), exposed.size());
+  std::optional<std::string> key =
+      ranks_[1].transport->ExposeForReading(exposed.data(), exposed.size());
+  ASSERT_TRUE(key.has_value());
   auto base = reinterpret_cast<std::uint64_t>(exposed.data());
 
   // A page in the middle, then the whole range.
@@ -137,11 +103,11 @@ TEST_P(FabricInProcessTest, AGetReadsWhatThePeerExposed) {
     std::mutex mutex;
     std::condition_variable done;
     int result = -1;
-    ranks_[0].transport->Get(1, base + offset, key, local.data(), size, [&](bool ok) {
+    ASSERT_TRUE(ranks_[0].transport->Read(1, base + offset, *key, local.data(), size, [&](bool ok) {
       std::lock_guard lock(mutex);
       result = ok ? 1 : 0;
       done.notify_all();
-    });
+    }));
     std::unique_lock lock(mutex);
     ASSERT_TRUE(done.wait_for(lock, std::chrono::seconds(10), [&] { return result >= 0; }));
     ASSERT_EQ(result, 1);

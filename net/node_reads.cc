@@ -1,0 +1,61 @@
+// The node's one-sided reads: memory exposed to a peer's network, and reads of a peer's memory
+// over the pair's own network (net/transport.h).
+#include <atomic>
+#include <memory>
+
+#include "net/node.h"
+
+namespace lmdx::net {
+
+namespace {
+
+// The reads of one ReadRemote call: the last to finish wakes the caller.
+struct ReadBatch {
+  std::atomic<std::size_t> remaining{0};
+  std::atomic<bool> failed{false};
+  Completion done;
+
+  void Finish(bool ok) {
+    if (!ok) failed.store(true, std::memory_order_relaxed);
+    if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) done.Signal();
+  }
+};
+
+}  // namespace
+
+std::optional<std::string> Node::ExposeForReading(int peer, void* base, std::size_t size) {
+  if (peer == info_.rank || peer < 0 || peer >= info_.size ||
+      !routes_ready_.load(std::memory_order_acquire)) {
+    return std::nullopt;
+  }
+  Transport* transport = route_[static_cast<std::size_t>(peer)];
+  std::lock_guard lock(exposed_mutex_);
+  auto [entry, fresh] = exposed_.try_emplace({transport, base, size});
+  // Registered once per network: every peer on it reads with the same key.
+  if (fresh) entry->second = transport->ExposeForReading(base, size);
+  return entry->second;
+}
+
+bool Node::ReadRemote(int peer, const std::string& key, std::span<const RemoteSpan> spans) {
+  if (peer == info_.rank || peer < 0 || peer >= info_.size ||
+      !routes_ready_.load(std::memory_order_acquire)) {
+    return false;
+  }
+  if (spans.empty()) return true;
+  Transport* transport = route_[static_cast<std::size_t>(peer)];
+  // Shared with the callbacks, which may run after a failed start below returned.
+  auto batch = std::make_shared<ReadBatch>();
+  // One count for the loop itself, so that no read finishing early signals before all started.
+  batch->remaining.store(spans.size() + 1, std::memory_order_relaxed);
+  for (const RemoteSpan& span : spans) {
+    const bool started = transport->Read(peer, span.address, key, span.local, span.size,
+                                         [batch](bool ok) { batch->Finish(ok); });
+    if (!started) batch->Finish(false);
+  }
+  batch->Finish(true);
+  const WaitReason reason{"a one-sided read of memory", {}, peer};
+  batch->done.Wait(&reason);
+  return !batch->failed.load(std::memory_order_relaxed);
+}
+
+}  // namespace lmdx::net

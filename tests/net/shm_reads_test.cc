@@ -1,0 +1,116 @@
+// The shared-memory transport's one-sided reads, with two transports in one process as ranks 0
+// and 1 of a job: a read copies what the peer exposed, and a key that does not name the process
+// at the other end of the pair's socket is refused rather than read. Reads between two real
+// processes are tested through the DSM (tests/dsm/litmus_test.cc, DirectReads).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "net/progress_engine.h"
+#include "net/shm_transport.h"
+#include "tests/net/in_process_host.h"
+
+namespace lmdx::net {
+namespace {
+
+struct Rank {
+  ProgressEngine engine;
+  RecordingHost host;
+  std::unique_ptr<ShmTransport> transport;
+};
+
+class ShmReadsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    wire::JobTable table;
+    const std::string job = "shm-reads-" + std::to_string(::getpid());
+    for (int rank = 0; rank < 2; ++rank) {
+      ranks_[rank].engine.Start();
+      ranks_[rank].transport = std::make_unique<ShmTransport>(
+          ranks_[rank].engine, ranks_[rank].host, TestSecret(), rank, 2, job);
+      wire::NodeInfo* node = table.add_nodes();
+      node->set_rank(rank);
+      node->set_host("here");
+      *node->add_endpoints() = ranks_[rank].transport->LocalEndpoint();
+    }
+    for (Rank& rank : ranks_) rank.transport->SetJobTable(table);
+  }
+  void TearDown() override {
+    for (Rank& rank : ranks_) rank.transport->Close();
+    for (Rank& rank : ranks_) rank.engine.Stop();
+  }
+
+  // Sends a frame from rank 0 to rank 1 and waits for it: the pair's connection then exists.
+  void Connect() {
+    OutgoingMessage message;
+    message.header.type = MessageType::kRaw;
+    message.header.source = 0;
+    message.header.destination = 1;
+    ranks_[0].transport->Send(1, std::move(message), /*may_block=*/true);
+    ASSERT_EQ(ranks_[1].host.Take(1).size(), 1u);
+  }
+
+  // Reads size bytes at address from rank 1 into local; nullopt when the read was refused.
+  std::optional<bool> Read(const std::string& key, std::uint64_t address, void* local,
+                           std::size_t size) {
+    std::optional<bool> result;
+    bool started =
+        ranks_[0].transport->Read(1, address, key, local, size, [&](bool ok) { result = ok; });
+    if (!started) return std::nullopt;
+    // process_vm_readv is one system call: the read is over when Read returns.
+    EXPECT_TRUE(result.has_value());
+    return result;
+  }
+
+  Rank ranks_[2];
+};
+
+TEST_F(ShmReadsTest, AReadCopiesWhatThePeerExposed) {
+  Connect();
+  std::vector<std::uint8_t> exposed(3 << 20);
+  for (std::size_t i = 0; i < exposed.size(); ++i) exposed[i] = static_cast<std::uint8_t>(i * 13);
+  std::optional<std::string> key =
+      ranks_[1].transport->ExposeForReading(exposed.data(), exposed.size());
+  ASSERT_TRUE(key.has_value());
+  const auto base = reinterpret_cast<std::uint64_t>(exposed.data());
+  for (auto [offset, size] : {std::pair<std::size_t, std::size_t>{8192, 4096}, {1, 3 << 19}}) {
+    std::vector<std::uint8_t> local(size, 0);
+    EXPECT_EQ(Read(*key, base + offset, local.data(), size), std::optional<bool>(true));
+    for (std::size_t i = 0; i < size; ++i) ASSERT_EQ(local[i], exposed[offset + i]) << i;
+  }
+}
+
+TEST_F(ShmReadsTest, AKeyThatDoesNotNameThePeersProcessIsRefused) {
+  Connect();
+  std::vector<std::uint8_t> exposed(4096, 7);
+  const auto base = reinterpret_cast<std::uint64_t>(exposed.data());
+  std::vector<std::uint8_t> local(4096, 0);
+  for (const char* key : {"pid:1", "pid:", "pid:12x", "", "rkey"}) {
+    EXPECT_EQ(Read(key, base, local.data(), local.size()), std::nullopt) << key;
+  }
+  EXPECT_EQ(local, std::vector<std::uint8_t>(4096, 0));
+}
+
+TEST_F(ShmReadsTest, NoReadBeforeThePairIsConnected) {
+  std::optional<std::string> key = ranks_[1].transport->ExposeForReading(nullptr, 0);
+  ASSERT_TRUE(key.has_value());
+  std::uint8_t byte = 0;
+  EXPECT_EQ(Read(*key, reinterpret_cast<std::uint64_t>(&byte), &byte, 1), std::nullopt);
+}
+
+TEST_F(ShmReadsTest, AReadOfMemoryThePeerDoesNotHaveFails) {
+  Connect();
+  std::optional<std::string> key = ranks_[1].transport->ExposeForReading(nullptr, 0);
+  ASSERT_TRUE(key.has_value());
+  std::vector<std::uint8_t> local(4096);
+  // Page 0 is never mapped.
+  EXPECT_EQ(Read(*key, 0, local.data(), local.size()), std::optional<bool>(false));
+}
+
+}  // namespace
+}  // namespace lmdx::net
