@@ -787,6 +787,23 @@ Enum ParseEnumVariable(const Environment& env, std::string_view variable,
   return static_cast<Enum>(value->number());
 }
 
+// A variable whose value is one of a few words, in any case; returns it in lower case.
+std::string ParseChoice(const Environment& env, std::string_view variable,
+                        const std::vector<std::string>& choices, const char* what,
+                        const std::string& current) {
+  std::optional<std::string> text = Get(env, variable);
+  if (!text) return current;
+  std::string lower = *text;
+  for (char& c : lower) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  if (std::find(choices.begin(), choices.end(), lower) == choices.end()) {
+    Fail(std::string(variable) + ": " + Quoted(*text) + " is not " + what + " (" + OneOf(choices) +
+         ")");
+  }
+  return lower;
+}
+
 }  // namespace
 
 Config ParseConfigText(std::string_view text, std::string_view file_name, SourceLines* lines) {
@@ -964,17 +981,10 @@ Settings MakeSettings(const Config& config, const Environment& env, const std::s
     Fail(names + ": " + *why);
   }
 
-  if (std::optional<std::string> access = Get(env, "LMDX_DSM_ACCESS")) {
-    std::string lower = *access;
-    for (char& c : lower) {
-      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    }
-    if (lower != "auto" && lower != "userfaultfd" && lower != "mprotect") {
-      Fail("LMDX_DSM_ACCESS: " + Quoted(*access) +
-           " is not a way of setting page access (auto, userfaultfd or mprotect)");
-    }
-    settings.dsm_access = lower;
-  }
+  settings.dsm_access = ParseChoice(env, "LMDX_DSM_ACCESS", {"auto", "userfaultfd", "mprotect"},
+                                    "a way of setting page access", settings.dsm_access);
+  settings.dsm_reads = ParseChoice(env, "LMDX_DSM_READS", {"auto", "messages"},
+                                   "a way of reading home copies", settings.dsm_reads);
 
   if (dsm.protocol() != PROTOCOL_DEFAULT) settings.protocol = dsm.protocol();
   settings.protocol =

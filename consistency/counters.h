@@ -15,7 +15,8 @@ struct Counters {
   // Faults on a page whose access sufficed, served with no protocol work (userfaultfd: the first
   // touch of a fresh page, or an entry the kernel dropped).
   Counter local_faults{0};
-  Counter pages_fetched{0};  // page contents that came from another node
+  Counter pages_fetched{0};        // page contents that came from another node
+  Counter pages_read_directly{0};  // of those, read from the home's memory (one-sided)
   Counter bytes_fetched{0};
   Counter zero_pages{0};              // first touches served with no transfer
   Counter upgrades{0};                // write access granted over a copy this node already had

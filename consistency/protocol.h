@@ -57,6 +57,11 @@ class PageMemory {
   virtual void Protect(PageId first, std::uint64_t count, Access access) = 0;
   // May ask another node (the region table lives on rank 0); call from application threads only.
   virtual Placement PlacementOf(PageId page) = 0;
+  // Reads home's copy of pages (sorted) into `into`, one page after another, straight from the
+  // home's memory, with no code of the home's running (a one-sided read: no message for the
+  // home to serve while it computes). Blocks; application threads only. False when the pair's
+  // network has no remote reads or the read failed: the caller then asks the home.
+  virtual bool ReadHomeCopies(int home, std::span<const PageId> pages, std::byte* into) = 0;
 };
 
 class Protocol : public sync::ConsistencyHooks {

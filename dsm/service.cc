@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "dsm/internal/message_types.h"
 #include "dsm/stats_figures.h"
 #include "dsm/stats_report.h"
 
@@ -20,14 +21,10 @@ namespace {
 
 using consistency::Access;
 
-constexpr net::MessageType TypeOf(int offset) noexcept {
-  return static_cast<net::MessageType>(static_cast<int>(net::MessageType::kFirstDsm) + 100 +
-                                       offset);
-}
-constexpr net::MessageType kDsmVariable = TypeOf(0);
-constexpr net::MessageType kDsmRegionOf = TypeOf(1);
-constexpr net::MessageType kDsmFree = TypeOf(2);
-constexpr net::MessageType kDsmStats = TypeOf(3);
+using internal::kDsmFree;
+using internal::kDsmRegionOf;
+using internal::kDsmStats;
+using internal::kDsmVariable;
 
 // Block-homed regions are opened at their homes when learnt, up to this many pages per node;
 // beyond it the home takes a local fault (no message) on each page's first touch instead.
@@ -91,6 +88,7 @@ Service::Service(net::Node& node, Options options)
     : node_(node),
       options_(std::move(options)),
       space_(options_.base, options_.bytes, node.size(), options_.access),
+      home_reads_(node, space_, options_.direct_reads),
       table_(space_.page_count()) {
   consistency::ProtocolSet::Settings settings;
   settings.home_based.refetch_at_acquire = options_.refetch_at_acquire;
@@ -131,6 +129,7 @@ consistency::Protocol& Service::Named(const std::string& protocol, const std::st
 
 void Service::RegisterHandlers() {
   protocols_->RegisterHandlers(node_);
+  home_reads_.RegisterHandlers();
   net::SetMessageTypeName(kDsmVariable, "dsm-variable");
   net::SetMessageTypeName(kDsmRegionOf, "dsm-region-of");
   net::SetMessageTypeName(kDsmFree, "dsm-free");

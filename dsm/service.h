@@ -20,6 +20,7 @@
 #include "dsm/dsm.pb.h"
 #include "dsm/fault_handler.h"
 #include "dsm/global_space.h"
+#include "dsm/home_reads.h"
 #include "dsm/options.h"
 #include "dsm/regions.h"
 #include "dsm/shared_heap.h"
@@ -79,6 +80,9 @@ class Service final : public consistency::PageMemory {
     space_.Protect(first, count, access);
   }
   consistency::Placement PlacementOf(PageId page) override;
+  bool ReadHomeCopies(int home, std::span<const PageId> pages, std::byte* into) override {
+    return home_reads_.Read(home, pages, into);
+  }
 
  private:
   Region PlaceRegion(const std::string& name, std::uint64_t bytes, const Creator& creator);
@@ -109,6 +113,7 @@ class Service final : public consistency::PageMemory {
   net::Node& node_;
   Options options_;
   GlobalSpace space_;
+  HomeReads home_reads_;
   consistency::Counters counters_;  // what no protocol could be named for
   consistency::PageTable table_;
   std::shared_ptr<consistency::ProtocolSet> protocols_;

@@ -250,48 +250,76 @@ void HomeBasedProtocol::FetchAndInstall(const Batches& by_home) {
   const std::size_t page_bytes = memory_.page_bytes();
   struct Fetch {
     int home;
-    const std::vector<PageId>* pages;
+    std::vector<PageId> pages;
     // Per page, this node's writes the home may lack when it serves the request: those of a
     // release under way and those not yet sent. Kept even if that release completes before the
     // answer comes: the answer says which batches the home had applied. No newer write of this
     // node intervenes, as the page is held throughout.
     std::vector<OwnDiffs> own_writes;
     std::vector<std::byte> staging;
+    // Read from the home's memory rather than asked for (PageMemory::ReadHomeCopies).
+    bool direct = false;
+    bool got = false;  // staging holds the pages
     std::unique_ptr<net::Node::PendingRequest> request;
     std::optional<net::InboundMessage> reply;
     wire::HbFetched fetched;
   };
   const bool lazy = kind_ == HomeBasedKind::kLrc;
+  // At most two per home: the pages read from its memory and those asked for.
   std::vector<Fetch> fetches;
-  fetches.reserve(by_home.size());
+  fetches.reserve(2 * by_home.size());
   std::optional<Error> failure;
-  for (const auto& [home, pages] : by_home) {
+  auto ask = [&](Fetch& fetch) {
     wire::HbPages request;
-    for (PageId page : pages) request.add_pages(page);
-    Fetch& fetch = fetches.emplace_back();
-    fetch.home = home;
-    fetch.pages = &pages;
-    fetch.own_writes.resize(pages.size());
-    if (!lazy) {
-      std::lock_guard state(state_mutex_);
-      for (std::size_t i = 0; i < pages.size(); ++i) {
-        const PageId page = pages[i];
-        OwnDiffs& own = fetch.own_writes[i];
-        if (auto sending = in_flight_.find(page); sending != in_flight_.end())
-          own = sending->second;
-        if (auto copy = states_.find(page); copy != states_.end()) {
-          own.insert(own.end(), copy->second.saved.begin(), copy->second.saved.end());
-        }
-      }
-    }
-    fetch.staging.resize(pages.size() * page_bytes);
+    for (PageId page : fetch.pages) request.add_pages(page);
     try {
-      fetch.request = node_.StartRequest(home, Type(kFetch), request.SerializeAsString(), {},
+      fetch.request = node_.StartRequest(fetch.home, Type(kFetch), request.SerializeAsString(), {},
                                          reinterpret_cast<std::uint8_t*>(fetch.staging.data()),
                                          fetch.staging.size());
     } catch (const Error& error) {
       if (!failure) failure = error;
     }
+  };
+  for (const auto& [home, pages] : by_home) {
+    Fetch asked{.home = home};
+    Fetch read{.home = home, .direct = true};
+    {
+      std::lock_guard state(state_mutex_);
+      for (PageId page : pages) {
+        OwnDiffs own;
+        if (!lazy) {
+          if (auto sending = in_flight_.find(page); sending != in_flight_.end())
+            own = sending->second;
+          if (auto copy = states_.find(page); copy != states_.end()) {
+            own.insert(own.end(), copy->second.saved.begin(), copy->second.saved.end());
+          }
+        }
+        // A page may be read from the home's memory when the home already counts this node among
+        // its copies (it must hear of a first copy, to fault on its own next write) and its copy
+        // holds every write of this node (a release's diffs are applied before it completes).
+        // lrc's home copies lack diffs that stay with their writers: its pages are always asked
+        // for.
+        Fetch& fetch = !lazy && own.empty() && known_copies_.contains(page) ? read : asked;
+        fetch.pages.push_back(page);
+        fetch.own_writes.push_back(std::move(own));
+      }
+    }
+    for (Fetch* fetch : {&asked, &read}) {
+      if (fetch->pages.empty()) continue;
+      fetch->staging.resize(fetch->pages.size() * page_bytes);
+      fetches.push_back(std::move(*fetch));
+    }
+  }
+  // Requests first, so that the homes serve them while this thread reads from other memory.
+  for (Fetch& fetch : fetches) {
+    if (!fetch.direct) ask(fetch);
+  }
+  for (Fetch& fetch : fetches) {
+    if (!fetch.direct) continue;
+    fetch.got = memory_.ReadHomeCopies(fetch.home, fetch.pages, fetch.staging.data());
+    if (fetch.got) continue;
+    fetch.direct = false;
+    ask(fetch);
   }
   // Every request is awaited, even after one failed: the node refers to them until answered.
   for (Fetch& fetch : fetches) {
@@ -301,20 +329,20 @@ void HomeBasedProtocol::FetchAndInstall(const Batches& by_home) {
       if (fetch.reply->header.payload_length != fetch.staging.size()) {
         throw Error(LMDX_ERR_INTERNAL,
                     "rank " + std::to_string(fetch.home) + " answered a fetch of " +
-                        std::to_string(fetch.pages->size()) + " pages with " +
+                        std::to_string(fetch.pages.size()) + " pages with " +
                         std::to_string(fetch.reply->header.payload_length) + " bytes");
       }
       if (!fetch.reply->payload_placed) {
         std::memcpy(fetch.staging.data(), fetch.reply->payload, fetch.staging.size());
       }
       if (!fetch.fetched.ParseFromString(fetch.reply->body) ||
-          (lazy && fetch.fetched.versions_size() != static_cast<int>(fetch.pages->size()))) {
+          (lazy && fetch.fetched.versions_size() != static_cast<int>(fetch.pages.size()))) {
         throw Error(LMDX_ERR_INTERNAL,
                     "a malformed answer to a page fetch from rank " + std::to_string(fetch.home));
       }
+      fetch.got = true;
     } catch (const Error& error) {
       if (!failure) failure = error;
-      fetch.reply.reset();
     }
   }
   // lrc: the diffs the home's copies lack, from their writers, and this node's own.
@@ -322,10 +350,10 @@ void HomeBasedProtocol::FetchAndInstall(const Batches& by_home) {
   if (lazy) {
     std::map<PageId, Version> versions;
     for (Fetch& fetch : fetches) {
-      if (!fetch.reply) continue;
-      for (std::size_t i = 0; i < fetch.pages->size(); ++i) {
+      if (!fetch.got) continue;
+      for (std::size_t i = 0; i < fetch.pages.size(); ++i) {
         const auto& version = fetch.fetched.versions(static_cast<int>(i));
-        Version& held = versions[(*fetch.pages)[i]];
+        Version& held = versions[fetch.pages[i]];
         for (int k = 0; k < version.writers_size() && k < version.intervals_size(); ++k) {
           held[version.writers(k)] = version.intervals(k);
         }
@@ -336,13 +364,13 @@ void HomeBasedProtocol::FetchAndInstall(const Batches& by_home) {
       // A writer discarded diffs after the home answered: the pages stay without access, and
       // the next touch fetches them again from the home, which has those diffs by then.
       if (!missing) {
-        for (Fetch& fetch : fetches) fetch.reply.reset();
+        for (Fetch& fetch : fetches) fetch.got = false;
       } else {
         lazy_diffs = std::move(*missing);
       }
     } catch (const Error& error) {
       if (!failure) failure = error;
-      for (Fetch& fetch : fetches) fetch.reply.reset();
+      for (Fetch& fetch : fetches) fetch.got = false;
     }
   }
   // Contents first, then one protection change per run of pages, then the access: the pages
@@ -350,14 +378,16 @@ void HomeBasedProtocol::FetchAndInstall(const Batches& by_home) {
   std::vector<PageId> opened;
   for (Fetch& fetch : fetches) {
     const wire::HbFetched& fetched = fetch.fetched;
-    for (std::size_t i = 0; i < fetch.pages->size(); ++i) {
-      PageId page = (*fetch.pages)[i];
+    for (std::size_t i = 0; i < fetch.pages.size(); ++i) {
+      PageId page = fetch.pages[i];
       std::lock_guard lock(table_.StripeMutex(page));
-      if (!fetch.reply) {
+      if (!fetch.got) {
         EndTransition(page, Access::kNone);
         continue;
       }
       std::lock_guard state(state_mutex_);
+      // The home served this request, so it counts this node among the page's copies for good.
+      if (!fetch.direct) known_copies_.insert(page);
       auto found = states_.find(page);
       if (found != states_.end() && found->second.stale) continue;  // EndTransition drops it
       std::memcpy(memory_.SystemView(page), fetch.staging.data() + i * page_bytes, page_bytes);
@@ -376,6 +406,7 @@ void HomeBasedProtocol::FetchAndInstall(const Batches& by_home) {
       }
       Counters::Add(counters_.pages_fetched);
       Counters::Add(counters_.bytes_fetched, page_bytes);
+      if (fetch.direct) Counters::Add(counters_.pages_read_directly);
       opened.push_back(page);
     }
   }
@@ -386,8 +417,8 @@ void HomeBasedProtocol::FetchAndInstall(const Batches& by_home) {
     EndTransition(page, Access::kRead);
   }
   for (Fetch& fetch : fetches) {
-    if (!fetch.reply) continue;
-    for (PageId page : *fetch.pages) {
+    if (!fetch.got) continue;
+    for (PageId page : fetch.pages) {
       if (std::binary_search(opened.begin(), opened.end(), page)) continue;
       std::lock_guard lock(table_.StripeMutex(page));
       if (table_.busy(page)) EndTransition(page, Access::kNone);

@@ -38,6 +38,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "consistency/counters.h"
@@ -211,6 +212,9 @@ class HomeBasedProtocol final : public Protocol {
   std::map<PageId, OwnDiffs> in_flight_;        // guarded by state_mutex_
   std::vector<std::uint64_t> batches_sent_;     // per home, kDiffs batches numbered so far
   std::vector<std::uint64_t> batches_applied_;  // per writer, at this home (progress thread)
+  // Pages whose home has served this node a copy, and so counts it among the page's copies for
+  // good (internal/home_directory.h): their next fetches may read the home's memory directly.
+  std::unordered_set<PageId> known_copies_;  // guarded by state_mutex_
   // lrc, guarded by state_mutex_.
   std::unordered_map<PageId, std::vector<KeptDiff>> kept_diffs_;  // this node's, by page
   std::uint64_t kept_diff_bytes_ = 0;

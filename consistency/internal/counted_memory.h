@@ -20,6 +20,9 @@ class CountedMemory final : public PageMemory {
     Counters::Add(counters_.protection_changes);
   }
   Placement PlacementOf(PageId page) override { return memory_.PlacementOf(page); }
+  bool ReadHomeCopies(int home, std::span<const PageId> pages, std::byte* into) override {
+    return memory_.ReadHomeCopies(home, pages, into);
+  }
 
  private:
   PageMemory& memory_;

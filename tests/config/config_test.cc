@@ -296,6 +296,14 @@ TEST(ConfigTest, EachOverrideAlone) {
             LEAST_LOADED);
 }
 
+TEST(ConfigTest, HowHomeCopiesAreReadComesFromTheEnvironment) {
+  EXPECT_EQ(SettingsFromText("", "e").dsm_reads, "auto");
+  EXPECT_EQ(SettingsFromText("", "e", {{"LMDX_DSM_READS", "Messages"}}).dsm_reads, "messages");
+  EXPECT_EQ(SettingsFromText("", "e", {{"LMDX_DSM_READS", "auto"}}).dsm_reads, "auto");
+  EXPECT_EQ(EnvError({{"LMDX_DSM_READS", "rdma"}}),
+            "LMDX_DSM_READS: \"rdma\" is not a way of reading home copies (auto or messages)");
+}
+
 TEST(ConfigTest, LmdxHomeIsTheRepositoryNotAHomeDistribution) {
   // ./lmdx exports LMDX_HOME (the repository) to every process it starts.
   Settings s = LoadSettings({{"LMDX_HOME", "/work/lmdx"}});

@@ -279,6 +279,32 @@ TEST_P(CoherenceUnits, AReadFaultBringsItsUnitAndReadersSeeTheData) {
 INSTANTIATE_TEST_SUITE_P(Protocols, CoherenceUnits,
                          ::testing::Values("update", "rc", "lrc", "hlrc"));
 
+// A fault that fetches again a page this node held before reads the home's copy straight from
+// the home's memory (one-sided, process_vm_readv between the processes of this host) under the
+// protocols whose home copies hold every completed release; the results stay the reference's.
+// LMDX_DSM_READS=messages asks the home every time, and lrc, whose home copies lack the diffs
+// their writers keep, always asks. (update keeps every copy current, so it never fetches again.)
+class DirectReads : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(DirectReads, RefetchesReadTheHomesMemoryAndReadersSeeTheData) {
+  const std::string protocol = GetParam();
+  ScopedEnv protocol_env("LMDX_PROTOCOL", protocol);
+  for (const char* scenario : {"read_mostly", "mp_barrier", "false_sharing"}) {
+    JobResult direct = ExpectVerified(scenario, 4, 6, {"--stats"});
+    const std::uint64_t read_directly = StatsColumnSum(direct.out + direct.err, "direct");
+    if (protocol == "lrc") {
+      EXPECT_EQ(read_directly, 0u) << scenario << direct.out << direct.err;
+    } else {
+      EXPECT_GT(read_directly, 0u) << scenario << direct.out << direct.err;
+    }
+  }
+  ScopedEnv messages("LMDX_DSM_READS", "messages");
+  JobResult asked = ExpectVerified("read_mostly", 4, 6, {"--stats"});
+  EXPECT_EQ(StatsColumnSum(asked.out + asked.err, "direct"), 0u) << asked.out << asked.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(Protocols, DirectReads, ::testing::Values("rc", "hlrc", "lrc"));
+
 // The largest value of one column of the statistics table over its ranks.
 std::uint64_t StatsColumnMax(const std::string& output, const std::string& column) {
   std::istringstream lines(output);
