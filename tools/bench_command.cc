@@ -19,6 +19,8 @@ const std::vector<Benchmark>& Benchmarks() {
        "lock, barrier (2-16 nodes) and semaphore times, also in one-way message latencies"},
       {"dsm", "benchmarks/dsm/dsm_bench",
        "page fault, upgrade and lmdx_get costs next to latency + transfer + local fault, 2 nodes"},
+      {"reads", "benchmarks/dsm/reads_bench",
+       "refetch faults under hlrc read from the home's memory and asked by messages, 2 nodes"},
       {"protocols", "benchmarks/protocols/protocols_bench",
        "every sample (1, 2, 4 nodes) and sharing pattern (2, 4 nodes) under every protocol: "
        "time, faults, messages, bytes"},

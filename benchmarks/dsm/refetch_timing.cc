@@ -1,0 +1,114 @@
+// The job behind `lmdx bench reads` (2 nodes, a home-based protocol): the fault that fetches
+// again a page this node held before, after the home's writes invalidated it, timed while the
+// home computes and while it waits. Rank 0 homes the pages and writes every one of them in each
+// round; rank 1 reads a sixth of them per round, so that each page it reads was last touched six
+// rounds before and an acquire no longer fetches it unasked (an acquire refetches a page only
+// for a few rounds after a fault brought it). Prints "reads,NAME,VALUE" lines:
+//   refetch_home_computing  median µs of a read fault while rank 0 computes
+//   refetch_home_waiting    the same while rank 0 waits at a barrier
+//   faults                  read faults timed in each of the two
+// Run with the pages' protocol set (LMDX_PROTOCOL=hlrc) and the network chosen (LMDX_TRANSPORT).
+#include <lmdx/lmdx.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr std::size_t kPageBytes = 4096;
+constexpr int kPeriod = 6;  // rounds between two reads of one page by rank 1
+
+double Micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return -1;
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+// Work that uses the core and no LMDX call, as a home between two synchronisations does.
+void Compute(double milliseconds) {
+  const auto until = Clock::now() + std::chrono::duration<double, std::milli>(milliseconds);
+  volatile double sink = 1.0;
+  while (Clock::now() < until) {
+    for (int i = 0; i < 1000; ++i) sink = sink * 1.0000001 + 1e-9;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int pages = argc > 1 ? std::atoi(argv[1]) : 240;
+  const int rounds = argc > 2 ? std::atoi(argv[2]) : 4 * kPeriod;
+  const double compute_ms = argc > 3 ? std::atof(argv[3]) : 60.0;
+  lmdx_init_spmd(&argc, &argv);
+  const int rank = lmdx_rank();
+  if (lmdx_size() != 2 || pages < kPeriod || rounds <= kPeriod) {
+    if (rank == 0) {
+      std::fprintf(stderr, "refetch_timing: 2 nodes, at least %d pages and more than %d rounds\n",
+                   kPeriod, kPeriod);
+    }
+    lmdx_finalize();
+    return 2;
+  }
+  // The pages live in rank 0's heap slice, so rank 0 is their home.
+  auto** shared = static_cast<char**>(lmdx_shared_var("refetch_pages", sizeof(char*)));
+  if (rank == 0) {
+    auto* area =
+        static_cast<char*>(lmdx_malloc((static_cast<std::size_t>(pages) + 1) * kPageBytes));
+    *shared = reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(area) + kPageBytes - 1) &
+                                      ~std::uintptr_t{kPageBytes - 1});
+  }
+  lmdx_barrier_all();
+  char* base = *shared;
+  auto page = [&](int i) { return base + static_cast<std::size_t>(i) * kPageBytes; };
+
+  std::vector<double> computing;
+  std::vector<double> waiting;
+  int wrong = 0;
+  for (int round = 0; round < rounds; ++round) {
+    if (rank == 0) {
+      for (int i = 0; i < pages; ++i) *page(i) = static_cast<char>(round + 1);
+    }
+    lmdx_barrier_all();  // rank 1 learns of the writes and drops its copies
+    // Alternate rounds: the home computes, or it goes straight to the barrier and waits.
+    const bool home_computes = round % 2 == 0;
+    if (rank == 0 && home_computes) Compute(compute_ms);
+    if (rank == 1) {
+      // The first period brings every page once; the home then counts rank 1 among its copies.
+      std::vector<double>& times = home_computes ? computing : waiting;
+      for (int i = round % kPeriod; i < pages; i += kPeriod) {
+        volatile char* byte = page(i);
+        const auto start = Clock::now();
+        const char value = *byte;
+        if (round >= kPeriod) times.push_back(Micros(Clock::now() - start));
+        if (value != static_cast<char>(round + 1)) ++wrong;
+      }
+    }
+    lmdx_barrier_all();
+  }
+  double figures[3] = {Median(computing), Median(waiting), static_cast<double>(computing.size())};
+  lmdx_status status{};
+  if (rank == 1) lmdx_send(0, figures, sizeof figures);
+  if (rank == 0) lmdx_recv(1, figures, sizeof figures, &status);
+  int wrong_total = wrong;
+  if (rank == 1) lmdx_send(0, &wrong, sizeof wrong);
+  if (rank == 0) lmdx_recv(1, &wrong_total, sizeof wrong_total, &status);
+  if (rank == 0) {
+    if (wrong_total != 0) {
+      std::fprintf(stderr, "refetch_timing: %d reads saw a stale value\n", wrong_total);
+    } else {
+      std::printf("reads,refetch_home_computing,%.2f\n", figures[0]);
+      std::printf("reads,refetch_home_waiting,%.2f\n", figures[1]);
+      std::printf("reads,faults,%.0f\n", figures[2]);
+    }
+  }
+  lmdx_finalize();
+  return wrong_total == 0 ? 0 : 1;
+}
