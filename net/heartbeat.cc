@@ -4,6 +4,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "net/crowding.h"
 
 namespace lmdx::net {
 
@@ -47,7 +48,7 @@ std::vector<int> SilenceWatch::Tick(std::int64_t now_ms) {
   for (std::size_t i = 0; i < peers_.size(); ++i) {
     Peer& peer = peers_[i];
     if (!peer.watched || peer.reported) continue;
-    if (now_ms - peer.last_heard_ms >= settings_.timeout_ms) {
+    if (now_ms - peer.last_heard_ms >= crowding::Scaled(settings_.timeout_ms)) {
       peer.reported = true;
       silent.push_back(static_cast<int>(i));
     }

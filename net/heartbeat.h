@@ -15,7 +15,7 @@ namespace lmdx::net {
 
 struct HeartbeatSettings {
   int period_ms = 1000;
-  int timeout_ms = 6000;  // 0: no heartbeat
+  int timeout_ms = 6000;  // 0: no heartbeat; multiplied on crowded hosts (net/crowding.h)
   bool on() const { return timeout_ms > 0; }
   // LMDX_HEARTBEAT: the seconds of silence after which a peer is taken for hung (default 6; at
   // least 2; 0 turns the heartbeat off, for a debugger that stops a node). Throws lmdx::Error

@@ -10,6 +10,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "net/crowding.h"
 #include "net/fabric_transport.h"
 #include "net/handshake.h"
 #include "net/internal/frame_io.h"
@@ -78,6 +79,8 @@ Node::Node(const BootstrapInfo& info, const Setup& before_join)
   HangWatch::Options watch_options = HangWatch::Options::FromEnvironment();
   engine_.Start();
   Completion::SetDriver(&engine_);
+  // Until the job table says where the nodes run, the worst case: all of them on this host.
+  crowding::AssumeAllHere(info_.size);
   StartTransports();
   RegisterBuiltinHandlers();
   if (before_join) before_join(*this);
@@ -266,6 +269,8 @@ void Node::JoinThroughRendezvous() {
         table.nodes_size() != info_.size) {
       throw Error(LMDX_ERR_BOOTSTRAP, where + " sent no valid job table");
     }
+    // Before the transports see the table: their deadlines for peers follow the crowd.
+    crowding::Learn(table);
     for (const Network& network : networks_) network.transport->SetJobTable(table);
     job_table_ = std::move(table);
     ChooseNetworks();

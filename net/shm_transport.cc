@@ -19,6 +19,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "net/crowding.h"
 #include "net/handshake.h"
 #include "net/internal/frame_io.h"
 #include "net/internal/shm_connection.h"
@@ -92,7 +93,7 @@ void RunServerHandshake(int fd, Handshake& handshake, const std::string& peer) {
     if (!output.empty()) internal::WriteAll(fd, output.data(), output.size());
     if (handshake.state() != Handshake::State::kRunning) break;
     input.resize(handshake.BytesWanted());
-    if (!internal::ReadExactly(fd, input.data(), input.size(), kSetupTimeoutMs)) {
+    if (!internal::ReadExactly(fd, input.data(), input.size(), crowding::Scaled(kSetupTimeoutMs))) {
       throw Error(LMDX_ERR_NETWORK, peer + " closed the connection during the handshake");
     }
     handshake.Feed(input.data(), input.size());
@@ -216,12 +217,12 @@ void ShmTransport::Connect(const ConnectionPtr& connection, const std::string& a
     // queue: the connect then fails with EAGAIN, and is tried again, backing off, for as long as
     // setting up a connection may take.
     Fd socket;
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::milliseconds(kSetupTimeoutMs);
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::milliseconds(crowding::Scaled(kSetupTimeoutMs));
     for (std::chrono::milliseconds pause(1);; pause = std::min(pause * 2, decltype(pause)(100))) {
       socket = Fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
       if (!socket) ThrowSystemError("shm: socket", errno, LMDX_ERR_NETWORK);
-      SetTimeouts(socket.get(), kSetupTimeoutMs);
+      SetTimeouts(socket.get(), crowding::Scaled(kSetupTimeoutMs));
       if (::connect(socket.get(), reinterpret_cast<sockaddr*>(&remote), length) == 0) break;
       if (errno != EAGAIN || std::chrono::steady_clock::now() + pause > deadline) {
         ThrowSystemError("cannot connect", errno, LMDX_ERR_NETWORK);
@@ -229,7 +230,8 @@ void ShmTransport::Connect(const ConnectionPtr& connection, const std::string& a
       std::this_thread::sleep_for(pause);
     }
     Handshake handshake = Handshake::AsClient(secret_, rank_, peer);
-    internal::RunClientHandshake(socket.get(), handshake, connection->label(), kSetupTimeoutMs);
+    internal::RunClientHandshake(socket.get(), handshake, connection->label(),
+                                 crowding::Scaled(kSetupTimeoutMs));
 
     std::string name = "lmdx-" + job_id_ + "-" + std::to_string(rank_) + "-" + std::to_string(peer);
     Fd segment(::memfd_create(name.c_str(), MFD_CLOEXEC));
@@ -339,7 +341,7 @@ void ShmTransport::Dispatch(Fd socket) {
 void ShmTransport::Accept(Fd& socket, pid_t pid) {
   std::string label = "connection from pid " + std::to_string(pid);
   try {
-    SetTimeouts(socket.get(), kSetupTimeoutMs);
+    SetTimeouts(socket.get(), crowding::Scaled(kSetupTimeoutMs));
     Handshake handshake = Handshake::AsServer(secret_, rank_);
     RunServerHandshake(socket.get(), handshake, label);
     int peer = handshake.peer_id();

@@ -12,6 +12,7 @@
 
 #include "base/clock.h"
 #include "base/error.h"
+#include "net/crowding.h"
 #include "net/handshake.h"
 #include "net/internal/frame_assembly.h"
 #include "net/internal/socket.h"
@@ -133,6 +134,7 @@ UdpTransport::Peer* UdpTransport::OpenLocked(int rank) {
   settings.window = static_cast<std::uint32_t>(
       std::clamp<std::size_t>(kBytesInFlight / peer.segment_bytes, 8, 512));
   settings.ack_every = std::max<std::uint32_t>(2, settings.window / 8);
+  settings.give_up_ms = crowding::Scaled(static_cast<int>(settings.give_up_ms));
   peer.channel = std::make_unique<internal::ReliableChannel>(settings);
   peer.reader = std::make_unique<internal::FrameReader>(host_, rank, rank_, "udp");
   active_.push_back(rank);
@@ -380,11 +382,11 @@ void UdpTransport::ServeChannelsLocked(std::int64_t now, AfterLock* after) {
     peer.channel->TakeExpired(now, &resend);
     ResendLocked(rank, resend);
     if (peer.channel->PeerSilent(now)) {
-      MarkGoneLocked(
-          rank,
-          "udp: rank " + std::to_string(rank) + " has acknowledged nothing for " +
-              SecondsText(std::chrono::milliseconds(internal::ReliabilitySettings{}.give_up_ms)),
-          after);
+      MarkGoneLocked(rank,
+                     "udp: rank " + std::to_string(rank) + " has acknowledged nothing for " +
+                         SecondsText(std::chrono::milliseconds(crowding::Scaled(
+                             static_cast<int>(internal::ReliabilitySettings{}.give_up_ms)))),
+                     after);
       continue;
     }
     if (peer.channel->AckDue(now)) TransmitLocked(rank, UdpDatagramHeader::kAck, 0, nullptr);

@@ -11,6 +11,7 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "net/crowding.h"
 #include "net/internal/frame_assembly.h"
 #include "net/wait_board.h"
 
@@ -59,7 +60,8 @@ void TcpConnection::Start() {
               [weak](std::uint32_t events) {
                 if (auto self = weak.lock()) self->OnEvents(events);
               });
-  engine_.PostAfter(kHandshakeDeadlineMs, [weak] {
+  const int deadline_ms = crowding::Scaled(kHandshakeDeadlineMs);
+  engine_.PostAfter(deadline_ms, [weak, deadline_ms] {
     auto self = weak.lock();
     if (!self) return;
     bool pending;
@@ -67,7 +69,10 @@ void TcpConnection::Start() {
       std::lock_guard lock(self->mutex_);
       pending = !self->established_ && !self->closed_;
     }
-    if (pending) self->Close("the handshake did not complete within 5 s");
+    if (pending) {
+      self->Close("the handshake did not complete within " +
+                  SecondsText(std::chrono::milliseconds(deadline_ms)));
+    }
   });
 }
 
