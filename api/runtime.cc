@@ -78,7 +78,7 @@ dsm::Options DsmOptions(const config::Settings& settings) {
                    : settings.dsm_access == "mprotect"  ? dsm::AccessControl::kMprotect
                                                         : dsm::AccessControl::kAuto;
   options.stats_json = settings.stats_json;
-  options.direct_reads = settings.dsm_reads != "messages";
+  options.one_sided = settings.dsm_one_sided != "off";
   options.policy_for = [&settings](std::string_view name, const dsm::Creator& creator) {
     return RegionPolicyFor(settings, name, creator);
   };

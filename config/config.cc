@@ -983,8 +983,8 @@ Settings MakeSettings(const Config& config, const Environment& env, const std::s
 
   settings.dsm_access = ParseChoice(env, "LMDX_DSM_ACCESS", {"auto", "userfaultfd", "mprotect"},
                                     "a way of setting page access", settings.dsm_access);
-  settings.dsm_reads = ParseChoice(env, "LMDX_DSM_READS", {"auto", "messages"},
-                                   "a way of reading home copies", settings.dsm_reads);
+  settings.dsm_one_sided = ParseChoice(env, "LMDX_DSM_ONE_SIDED", {"auto", "off"},
+                                       "a way of reaching home copies", settings.dsm_one_sided);
 
   if (dsm.protocol() != PROTOCOL_DEFAULT) settings.protocol = dsm.protocol();
   settings.protocol =

@@ -105,9 +105,9 @@ struct Settings {
   std::uintptr_t dsm_base = kDefaultDsmBase;  // page aligned; dsm_base + dsm_bytes <= 2^47
   // How page access is set (LMDX_DSM_ACCESS): "auto", "userfaultfd" or "mprotect".
   std::string dsm_access = "auto";
-  // How a fault gets a home's copy where it may (LMDX_DSM_READS): "auto" reads it straight from
-  // the home's memory where the pair's network has remote reads, "messages" always asks the home.
-  std::string dsm_reads = "auto";
+  // How home copies are reached where they may be (LMDX_DSM_ONE_SIDED): "auto" reads and writes
+  // them straight in the home's memory where the pair's network allows, "off" always asks the home.
+  std::string dsm_one_sided = "auto";
   Protocol protocol = SC;               // for variables no region names
   Protocol heap_protocol = SC;          // the shared heap's: dsm.heap, else protocol
   Home home = BLOCK;                    // for variables no region names
@@ -163,9 +163,9 @@ using Environment = std::map<std::string, std::string, std::less<>>;
 
 // The variables this layer reads.
 inline constexpr std::array<std::string_view, 11> kEnvironmentVariables = {
-    "LMDX_CONFIG",         "LMDX_DSM_SIZE",   "LMDX_DSM_BASE",   "LMDX_PROTOCOL",
-    "LMDX_DSM_HOME",       "LMDX_STATS",      "LMDX_STATS_JSON", "LMDX_PLACEMENT",
-    "LMDX_LRC_DIFF_LIMIT", "LMDX_DSM_ACCESS", "LMDX_DSM_READS"};
+    "LMDX_CONFIG",         "LMDX_DSM_SIZE",   "LMDX_DSM_BASE",     "LMDX_PROTOCOL",
+    "LMDX_DSM_HOME",       "LMDX_STATS",      "LMDX_STATS_JSON",   "LMDX_PLACEMENT",
+    "LMDX_LRC_DIFF_LIMIT", "LMDX_DSM_ACCESS", "LMDX_DSM_ONE_SIDED"};
 
 // Those of kEnvironmentVariables the process has.
 Environment ProcessEnvironment();

@@ -28,15 +28,16 @@ struct Counters {
   Counter explicit_puts{0};           // lmdx_put calls
   Counter fault_ns{0};                // time spent serving this node's faults
   // The multiple-writer protocols.
-  Counter twins{0};               // copies of a page taken before its first write in an interval
-  Counter diffs_made{0};          // diffs of written pages against their twins
-  Counter diff_bytes{0};          // their encoded bytes
-  Counter diffs_applied{0};       // diffs of other nodes applied to this node's copies
-  Counter write_notices{0};       // write notices received that named a page news to this node
-  Counter updates_sent{0};        // diffs sent to copy holders (update)
-  Counter pages_refetched{0};     // invalidated pages fetched again at the acquire
-  Counter pages_prefetched{0};    // pages of a faulting page's coherence unit brought with it
-  Counter protection_changes{0};  // protection changes (each over a run of pages)
+  Counter twins{0};          // copies of a page taken before its first write in an interval
+  Counter diffs_made{0};     // diffs of written pages against their twins
+  Counter diff_bytes{0};     // their encoded bytes
+  Counter diffs_applied{0};  // diffs of other nodes applied to this node's copies
+  Counter diffs_written_directly{0};  // hlrc: own diffs written into the home's memory (one-sided)
+  Counter write_notices{0};           // write notices received that named a page news to this node
+  Counter updates_sent{0};            // diffs sent to copy holders (update)
+  Counter pages_refetched{0};         // invalidated pages fetched again at the acquire
+  Counter pages_prefetched{0};        // pages of a faulting page's coherence unit brought with it
+  Counter protection_changes{0};      // protection changes (each over a run of pages)
   // lrc.
   Counter diffs_fetched{0};    // other writers' diffs fetched at faults and by homes
   Counter diffs_discarded{0};  // this node's diffs dropped by a garbage collection

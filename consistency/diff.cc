@@ -75,10 +75,17 @@ std::size_t AppendDiff(const std::byte* twin, const std::byte* page, std::size_t
 }
 
 void ApplyDiff(std::span<const std::uint8_t> diff, std::byte* page, std::size_t bytes) {
+  ForEachDiffRun(diff, bytes,
+                 [page](std::size_t offset, std::size_t length, const std::uint8_t* data) {
+                   std::memcpy(page + offset, data, length);
+                 });
+}
+
+void ForEachDiffRun(std::span<const std::uint8_t> diff, std::size_t bytes,
+                    const std::function<void(std::size_t offset, std::size_t length,
+                                             const std::uint8_t* run)>& use) {
   ForEachRun(diff, bytes, [](std::size_t, std::size_t, const std::uint8_t*) {});
-  ForEachRun(diff, bytes, [page](std::size_t offset, std::size_t length, const std::uint8_t* data) {
-    std::memcpy(page + offset, data, length);
-  });
+  ForEachRun(diff, bytes, use);
 }
 
 std::size_t ChangedBytes(std::span<const std::uint8_t> diff) {

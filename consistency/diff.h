@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -26,6 +27,12 @@ std::size_t AppendDiff(const std::byte* twin, const std::byte* page, std::size_t
 // Writes the runs of an encoded diff into `page` (and nothing else). Throws lmdx::Error when the
 // encoding is malformed or reaches past `bytes` (a diff is checked before any byte is written).
 void ApplyDiff(std::span<const std::uint8_t> diff, std::byte* page, std::size_t bytes);
+
+// Calls use(offset, length, bytes) for each run of an encoded diff, in order, once the whole diff
+// is checked as ApplyDiff checks it (throws lmdx::Error when it is malformed).
+void ForEachDiffRun(std::span<const std::uint8_t> diff, std::size_t bytes,
+                    const std::function<void(std::size_t offset, std::size_t length,
+                                             const std::uint8_t* run)>& use);
 
 // The number of bytes a diff changes (the sum of its run lengths), for statistics.
 std::size_t ChangedBytes(std::span<const std::uint8_t> diff);

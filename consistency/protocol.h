@@ -41,6 +41,14 @@ struct Placement {
   std::uint32_t unit_pages = 1;
 };
 
+// Bytes to write into a page of another node's copy: length bytes at offset.
+struct PageRun {
+  PageId page;
+  std::size_t offset;
+  const std::uint8_t* bytes;
+  std::size_t length;
+};
+
 // The DSM's memory, as protocols see it.
 class PageMemory {
  public:
@@ -62,6 +70,11 @@ class PageMemory {
   // home to serve while it computes). Blocks; application threads only. False when the pair's
   // network has no remote reads or the read failed: the caller then asks the home.
   virtual bool ReadHomeCopies(int home, std::span<const PageId> pages, std::byte* into) = 0;
+  // Writes runs of bytes into home's copies straight in the home's memory (a one-sided write,
+  // which the home does not see: nothing of its own, a twin say, changes). Blocks; application
+  // threads only. False when the pair's network has no remote writes or the write failed (then
+  // some runs may have landed): the caller then sends them to the home.
+  virtual bool WriteHomeCopies(int home, std::span<const PageRun> runs) = 0;
 };
 
 class Protocol : public sync::ConsistencyHooks {

@@ -54,9 +54,10 @@ struct Options {
   // lrc: the bytes of diffs a node keeps before it asks for a garbage collection.
   std::uint64_t lrc_diff_limit = std::uint64_t{64} << 20;
   // update, rc, hlrc: a fault that fetches again a page this node held before reads the home's
-  // copy straight from the home's memory where the pair's network has remote reads (fabric),
-  // unless LMDX_DSM_READS=messages (dsm/home_reads.h).
-  bool direct_reads = true;
+  // copy straight from the home's memory, and hlrc's releases write their diffs straight into
+  // it, where the pair's network allows (shm, fabric), unless LMDX_DSM_ONE_SIDED=off
+  // (dsm/home_access.h).
+  bool one_sided = true;
   // How page access is set: userfaultfd where the kernel offers it unless LMDX_DSM_ACCESS says.
   AccessControl access = AccessControl::kAuto;
   bool stats = false;

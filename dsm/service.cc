@@ -88,7 +88,7 @@ Service::Service(net::Node& node, Options options)
     : node_(node),
       options_(std::move(options)),
       space_(options_.base, options_.bytes, node.size(), options_.access),
-      home_reads_(node, space_, options_.direct_reads),
+      home_access_(node, space_, options_.one_sided),
       table_(space_.page_count()) {
   consistency::ProtocolSet::Settings settings;
   settings.home_based.refetch_at_acquire = options_.refetch_at_acquire;
@@ -129,7 +129,7 @@ consistency::Protocol& Service::Named(const std::string& protocol, const std::st
 
 void Service::RegisterHandlers() {
   protocols_->RegisterHandlers(node_);
-  home_reads_.RegisterHandlers();
+  home_access_.RegisterHandlers();
   net::SetMessageTypeName(kDsmVariable, "dsm-variable");
   net::SetMessageTypeName(kDsmRegionOf, "dsm-region-of");
   net::SetMessageTypeName(kDsmFree, "dsm-free");

@@ -20,7 +20,7 @@
 #include "dsm/dsm.pb.h"
 #include "dsm/fault_handler.h"
 #include "dsm/global_space.h"
-#include "dsm/home_reads.h"
+#include "dsm/home_access.h"
 #include "dsm/options.h"
 #include "dsm/regions.h"
 #include "dsm/shared_heap.h"
@@ -81,7 +81,10 @@ class Service final : public consistency::PageMemory {
   }
   consistency::Placement PlacementOf(PageId page) override;
   bool ReadHomeCopies(int home, std::span<const PageId> pages, std::byte* into) override {
-    return home_reads_.Read(home, pages, into);
+    return home_access_.Read(home, pages, into);
+  }
+  bool WriteHomeCopies(int home, std::span<const consistency::PageRun> runs) override {
+    return home_access_.Write(home, runs);
   }
 
  private:
@@ -113,7 +116,7 @@ class Service final : public consistency::PageMemory {
   net::Node& node_;
   Options options_;
   GlobalSpace space_;
-  HomeReads home_reads_;
+  HomeAccess home_access_;
   consistency::Counters counters_;  // what no protocol could be named for
   consistency::PageTable table_;
   std::shared_ptr<consistency::ProtocolSet> protocols_;

@@ -52,6 +52,7 @@ void FillCounters(const consistency::Counters& counters, wire::NodeStats& stats)
   stats.set_pages_refetched(value(counters.pages_refetched));
   stats.set_pages_prefetched(value(counters.pages_prefetched));
   stats.set_pages_read_directly(value(counters.pages_read_directly));
+  stats.set_diffs_written_directly(value(counters.diffs_written_directly));
   stats.set_diffs_fetched(value(counters.diffs_fetched));
   stats.set_diffs_discarded(value(counters.diffs_discarded));
   stats.set_kept_diff_peak(value(counters.kept_diff_peak));

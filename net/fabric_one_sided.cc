@@ -24,7 +24,7 @@ void FabricTransport::DestroyKeysLocked(Peer& peer) {
   peer.keys.clear();
 }
 
-std::optional<std::string> FabricTransport::ExposeForReading(void* base, std::size_t size) {
+std::optional<std::string> FabricTransport::Expose(void* base, std::size_t size) {
   std::lock_guard lock(ucx_mutex_);
   if (closing_) throw Error(LMDX_ERR_NETWORK, "fabric: memory exposed after the transport closed");
   ucp_mem_map_params_t params{};

@@ -64,8 +64,8 @@ class FabricTransport : public Transport, private ProgressEngine::Poller {
   void Close() override;
 
   // One-sided reads (Transport): over UCX's remote memory access, ucp_get_nbx. The key is UCX's
-  // packed remote key. The home-based DSM protocols read pages with them (dsm/home_reads.h).
-  std::optional<std::string> ExposeForReading(void* base, std::size_t size) override;
+  // packed remote key. The home-based DSM protocols read pages with them (dsm/home_access.h).
+  std::optional<std::string> Expose(void* base, std::size_t size) override;
   bool Read(int dest, std::uint64_t remote_address, const std::string& key, void* local,
             std::size_t size, std::function<void(bool ok)> on_done) override;
 

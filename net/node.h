@@ -141,10 +141,10 @@ class Node : public TransportHost {
                                                          std::string body, LateReply on_late_reply,
                                                          const WaitReason* reason = nullptr);
 
-  // One-sided reads over the pair's own network, where it has them (fabric; net/transport.h).
-  // ExposeForReading registers [base, base + size) for reads by peer (once per network and range)
-  // and returns the key to send it; nullopt when the pair's network has no remote reads.
-  std::optional<std::string> ExposeForReading(int peer, void* base, std::size_t size);
+  // One-sided access over the pair's own network, where it has it (net/transport.h). Expose
+  // registers [base, base + size) for access by peer (once per network and range) and returns
+  // the key to send it; nullopt when the pair's network has no remote access.
+  std::optional<std::string> Expose(int peer, void* base, std::size_t size);
   struct RemoteSpan {
     std::uint64_t address;  // in the peer's memory, inside what it exposed
     void* local;
@@ -153,6 +153,9 @@ class Node : public TransportHost {
   // Reads every span from peer's memory exposed with key and waits for all of them. False when
   // the pair's network has no remote reads or a read failed: the caller then asks the peer.
   bool ReadRemote(int peer, const std::string& key, std::span<const RemoteSpan> spans);
+  // Writes every piece into peer's memory exposed with key; returns once all are there. False
+  // when the pair's network has no remote writes or a write failed: the caller then asks the peer.
+  bool WriteRemote(int peer, const std::string& key, std::span<const Transport::WritePiece> pieces);
 
   // Traffic of this node by message type (self-sends included), for statistics.
   const TypeCounters& counters(MessageType type) const {
@@ -261,6 +264,8 @@ class Node : public TransportHost {
   std::unordered_map<std::uint64_t, LateReply> late_replies_;
   std::atomic<std::uint64_t> next_request_id_{1};
 
+  // The pair's own network, for one-sided access; nullptr for this node or before the routes.
+  Transport* OneSidedRoute(int peer) const;
   // Keys of the memory this node exposed, by network and range.
   std::mutex exposed_mutex_;
   std::map<std::tuple<Transport*, void*, std::size_t>, std::optional<std::string>> exposed_;

@@ -1,9 +1,12 @@
-// The shared-memory transport's one-sided reads (net/shm_transport.h).
+// The shared-memory transport's one-sided access (net/shm_transport.h).
+#include <limits.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <vector>
 
 #include "base/error.h"
 #include "base/log.h"
@@ -27,24 +30,24 @@ pid_t KeyPid(const std::string& key) {
 
 }  // namespace
 
-std::optional<std::string> ShmTransport::ExposeForReading(void* /*base*/, std::size_t /*size*/) {
+std::optional<std::string> ShmTransport::Expose(void* /*base*/, std::size_t /*size*/) {
   return std::string(kKeyPrefix) + std::to_string(::getpid());
+}
+
+pid_t ShmTransport::PeerProcess(int dest, const std::string& key) {
+  const pid_t named = KeyPid(key);
+  if (named == 0) return 0;
+  std::lock_guard lock(mutex_);
+  for (const ConnectionPtr& connection : connections_) {
+    if (connection->peer_rank() == dest && connection->peer_pid() == named) return named;
+  }
+  return 0;
 }
 
 bool ShmTransport::Read(int dest, std::uint64_t remote_address, const std::string& key, void* local,
                         std::size_t size, std::function<void(bool ok)> on_done) {
-  const pid_t named = KeyPid(key);
-  pid_t peer = 0;
-  {
-    std::lock_guard lock(mutex_);
-    for (const ConnectionPtr& connection : connections_) {
-      if (connection->peer_rank() == dest && connection->peer_pid() != 0) {
-        peer = connection->peer_pid();
-        break;
-      }
-    }
-  }
-  if (named == 0 || peer != named) return false;
+  const pid_t peer = PeerProcess(dest, key);
+  if (peer == 0) return false;
   auto* into = static_cast<char*>(local);
   std::size_t done = 0;
   while (done < size) {
@@ -61,6 +64,36 @@ bool ShmTransport::Read(int dest, std::uint64_t remote_address, const std::strin
     done += static_cast<std::size_t>(got);
   }
   on_done(true);
+  return true;
+}
+
+std::optional<bool> ShmTransport::Write(int dest, const std::string& key,
+                                        std::span<const WritePiece> pieces) {
+  const pid_t peer = PeerProcess(dest, key);
+  if (peer == 0) return std::nullopt;
+  std::vector<iovec> mine;
+  std::vector<iovec> theirs;
+  for (std::size_t at = 0; at < pieces.size(); at += IOV_MAX) {
+    const std::size_t count = std::min<std::size_t>(IOV_MAX, pieces.size() - at);
+    mine.clear();
+    theirs.clear();
+    std::size_t bytes = 0;
+    for (const WritePiece& piece : pieces.subspan(at, count)) {
+      mine.push_back({const_cast<void*>(piece.from), piece.size});
+      theirs.push_back({reinterpret_cast<void*>(piece.address), piece.size});
+      bytes += piece.size;
+    }
+    ssize_t wrote;
+    do {
+      wrote = ::process_vm_writev(peer, mine.data(), mine.size(), theirs.data(), theirs.size(), 0);
+    } while (wrote < 0 && errno == EINTR);
+    // A short write means a piece reached memory the peer does not have: nothing more is tried.
+    if (wrote < 0 || static_cast<std::size_t>(wrote) != bytes) {
+      DebugLine(SystemErrorText("shm: process_vm_writev to rank " + std::to_string(dest),
+                                wrote < 0 ? errno : EFAULT));
+      return false;
+    }
+  }
   return true;
 }
 

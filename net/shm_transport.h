@@ -52,15 +52,19 @@ class ShmTransport : public Transport, private ProgressEngine::Poller {
   // (the socket's name lives there).
   static std::string LocalScope();
 
-  // One-sided reads between processes of one host: the reader copies straight out of the
-  // exposing process with process_vm_readv, one system call and one copy, with no code of the
-  // exposing node running. Nothing is registered: the key names the exposing process as it sees
-  // itself, and the reader uses it only when it is the process at the other end of the pair's
-  // authenticated socket, as the kernel names that one to the reader (so a peer in another pid
-  // namespace is never read at a wrong pid: the two differ and the pair goes without).
-  std::optional<std::string> ExposeForReading(void* base, std::size_t size) override;
+  // One-sided access between processes of one host: the reader copies straight out of the
+  // exposing process with process_vm_readv (a writer into it with process_vm_writev), one system
+  // call and one copy, with no code of the exposing node running. Nothing is registered: the key
+  // names the exposing process as it sees itself, and it is used only when it is the process at
+  // the other end of the pair's authenticated socket, as the kernel names that one to this
+  // process (so a peer in another pid namespace is never reached at a wrong pid: the two differ
+  // and the pair goes without).
+  std::optional<std::string> Expose(void* base, std::size_t size) override;
   bool Read(int dest, std::uint64_t remote_address, const std::string& key, void* local,
             std::size_t size, std::function<void(bool ok)> on_done) override;
+  // process_vm_writev, up to IOV_MAX pieces a call, under the same check of the key.
+  std::optional<bool> Write(int dest, const std::string& key,
+                            std::span<const WritePiece> pieces) override;
 
  private:
   using ConnectionPtr = std::shared_ptr<internal::ShmConnection>;
@@ -74,6 +78,9 @@ class ShmTransport : public Transport, private ProgressEngine::Poller {
   ConnectionPtr MakeConnection(int peer, const std::string& label);
   void Track(const ConnectionPtr& connection);
   void OnClosed(const ConnectionPtr& connection, const std::string& why);
+  // The process key names when it is dest's, the process at the other end of the pair's socket;
+  // 0 otherwise.
+  pid_t PeerProcess(int dest, const std::string& key);
   // A snapshot of the connections the pollers walk, taken without holding the lock while polling.
   std::shared_ptr<const std::vector<ConnectionPtr>> PolledConnections();
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "net/message.h"
@@ -44,14 +45,15 @@ class Transport {
   // Closes every connection without reporting peers as lost (the job is ending).
   virtual void Close() = 0;
 
-  // One-sided reads, on networks with remote memory access (fabric): a node exposes memory once
-  // and hands the key to its peers in its own authenticated frames; a peer holding the key then
-  // reads any part of that memory with no code of the exposing node running. Whoever holds the
-  // key can read the memory, so it must travel only in the job's frames.
+  // One-sided access, on networks with remote memory access (shm between the processes of a
+  // host, fabric): a node exposes memory once and hands the key to its peers in its own
+  // authenticated frames; a peer holding the key then reads (and, where the network allows,
+  // writes) that memory with no code of the exposing node running. Whoever holds the key can
+  // reach the memory, so it must travel only in the job's frames.
   //
-  // Registers [base, base + size) for reads by peers until Close and returns the key; nullopt
-  // when this network has no remote reads. Throws lmdx::Error when the network refuses the range.
-  virtual std::optional<std::string> ExposeForReading(void* /*base*/, std::size_t /*size*/) {
+  // Registers [base, base + size) for access by peers until Close and returns the key; nullopt
+  // when this network has no remote access. Throws lmdx::Error when the network refuses the range.
+  virtual std::optional<std::string> Expose(void* /*base*/, std::size_t /*size*/) {
     return std::nullopt;
   }
   // Reads size bytes at remote_address, in memory dest exposed with key, into local. on_done runs
@@ -61,6 +63,18 @@ class Transport {
                     void* /*local*/, std::size_t /*size*/,
                     std::function<void(bool ok)> /*on_done*/) {
     return false;
+  }
+  // Writes each piece (size bytes from `from` to `address` in memory dest exposed with key), and
+  // returns once every byte is there or the write failed: true when it was all written. nullopt
+  // when this network has no remote writes. Pieces of one call may land in any order.
+  struct WritePiece {
+    std::uint64_t address;
+    const void* from;
+    std::size_t size;
+  };
+  virtual std::optional<bool> Write(int /*dest*/, const std::string& /*key*/,
+                                    std::span<const WritePiece> /*pieces*/) {
+    return std::nullopt;
   }
 };
 

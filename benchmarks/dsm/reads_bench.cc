@@ -1,8 +1,8 @@
-// `lmdx bench reads`: what a fault that fetches again a page the node held before costs under
-// hlrc when the page is read straight from its home's memory (one-sided) and when the home is
-// asked by a message, while the home computes and while it waits at a barrier, over each network
-// of this host. The lmdx tool execs this with LMDX_TOOL set; it starts refetch_timing jobs found
-// beside it.
+// `lmdx bench reads`: what reaching a home's copies costs under hlrc when they are read and
+// written straight in the home's memory (one-sided) and when the home is asked by messages, while
+// the home computes and while it waits at a barrier, over each network of this host: the fault
+// that fetches again a page the node held before, and the release that sends the node's writes.
+// The lmdx tool execs this with LMDX_TOOL set; it starts refetch_timing jobs found beside it.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -35,21 +35,21 @@ struct Settings {
 };
 
 // Each figure's median over the runs; false when a job failed.
-bool Measure(const Settings& settings, const Network& network, const char* reads,
+bool Measure(const Settings& settings, const Network& network, const char* one_sided,
              Figures& figures) {
   std::vector<Figures> all;
   for (int run = 0; run < settings.runs; ++run) {
-    std::cerr << "running refetch_timing over " << network.name << ", reads " << reads << " (run "
-              << run + 1 << " of " << settings.runs << ")" << std::endl;
+    std::cerr << "running refetch_timing over " << network.name << ", one-sided " << one_sided
+              << " (run " << run + 1 << " of " << settings.runs << ")" << std::endl;
     Env env = network.env;
     env.emplace_back("LMDX_PROTOCOL", "hlrc");
-    env.emplace_back("LMDX_DSM_READS", reads);
+    env.emplace_back("LMDX_DSM_ONE_SIDED", one_sided);
     char compute[32];
     std::snprintf(compute, sizeof compute, "%g", settings.compute_ms);
     Figures one;
     if (!RunJobFigures({settings.tool, "run", own_directory() + "/refetch_timing", "-n", "2", "--",
                         std::to_string(settings.pages), std::to_string(settings.rounds), compute},
-                       env, "reads", 3, "refetch_timing", one)) {
+                       env, "reads", 5, "refetch_timing", one)) {
       return false;
     }
     all.push_back(std::move(one));
@@ -67,9 +67,9 @@ int Main(int argc, char** argv) {
   Settings settings;
   if (const char* env = std::getenv("LMDX_TOOL")) settings.tool = env;
   CLI::App app{
-      "lmdx bench reads: the fault that fetches again a page held before, under hlrc on 2 nodes,\n"
-      "read from the home's memory (one-sided) and asked of the home by a message, while the\n"
-      "home computes and while it waits",
+      "lmdx bench reads: under hlrc on 2 nodes, the fault that fetches again a page held before\n"
+      "and the release that sends a node's writes, reaching the home's memory one-sidedly and\n"
+      "by messages, while the home computes and while it waits",
       "lmdx bench reads"};
   app.add_option("--pages", settings.pages, "pages rank 1 reads, a sixth of them per round")
       ->check(CLI::Range(6, 60000));
@@ -88,13 +88,13 @@ int Main(int argc, char** argv) {
   }
 
   const Network networks[] = {
-      {"shm", {{"LMDX_TRANSPORT", "shm"}}, "process_vm_readv"},
+      {"shm", {{"LMDX_TRANSPORT", "shm"}}, "process_vm_readv and process_vm_writev"},
       {"fabric (UCX sm)",
        {{"LMDX_TRANSPORT", "fabric"}, {"UCX_TLS", "sm"}},
-       "ucp_get_nbx (emulated by UCX's worker at the home here)"},
+       "reads by ucp_get_nbx (emulated by UCX's worker at the home here); diffs by messages"},
       {"fabric (UCX tcp)",
        {{"LMDX_TRANSPORT", "fabric"}, {"UCX_TLS", "tcp"}},
-       "ucp_get_nbx (emulated by UCX's worker at the home here)"},
+       "reads by ucp_get_nbx (emulated by UCX's worker at the home here); diffs by messages"},
       {"tcp", {{"LMDX_TRANSPORT", "tcp"}}, nullptr},
   };
   struct Row {
@@ -105,34 +105,46 @@ int Main(int argc, char** argv) {
   std::vector<Row> rows;
   for (const Network& network : networks) {
     Row row{&network, {}, {}};
-    if (!Measure(settings, network, "messages", row.messages)) return 1;
+    if (!Measure(settings, network, "off", row.messages)) return 1;
     if (!Measure(settings, network, "auto", row.direct)) return 1;
     rows.push_back(std::move(row));
   }
 
-  std::printf(
-      "\nRefetch faults under hlrc, 2 nodes: rank 1 reads a page it held before, which the home's\n"
-      "writes invalidated (median µs per fault over %d jobs; %.0f faults timed per column a job)\n",
-      settings.runs, rows.front().direct["faults"]);
-  std::printf("%-18s %23s   %23s\n", "", "home computing", "home waiting at barrier");
-  std::printf("%-18s %10s %12s   %10s %12s\n", "network", "messages", "one-sided", "messages",
-              "one-sided");
-  for (const Row& row : rows) {
-    // A network without one-sided reads asks the home in both runs: its second column is empty.
-    auto direct = [&row](const char* figure) {
-      char cell[32] = "-";
-      if (row.network->one_sided) std::snprintf(cell, sizeof cell, "%.1f", row.direct.at(figure));
-      return std::string(cell);
-    };
-    std::printf("%-18s %10.1f %12s   %10.1f %12s\n", row.network->name,
-                row.messages.at("refetch_home_computing"), direct("refetch_home_computing").c_str(),
-                row.messages.at("refetch_home_waiting"), direct("refetch_home_waiting").c_str());
+  // One table per operation: the fault's and the release's.
+  const struct {
+    const char* title;
+    const char* computing;
+    const char* waiting;
+  } operations[] = {
+      {"Refetch faults: rank 1 reads a page it held before, which the home's writes invalidated",
+       "refetch_home_computing", "refetch_home_waiting"},
+      {"Releases: rank 1 unlocks a lock it manages after writing a byte of a page homed at rank 0",
+       "release_home_computing", "release_home_waiting"},
+  };
+  for (const auto& operation : operations) {
+    std::printf("\n%s\n(hlrc, 2 nodes; median µs over %d jobs, %.0f per column a job)\n",
+                operation.title, settings.runs, rows.front().direct["faults"]);
+    std::printf("%-18s %23s   %23s\n", "", "home computing", "home waiting at barrier");
+    std::printf("%-18s %10s %12s   %10s %12s\n", "network", "messages", "one-sided", "messages",
+                "one-sided");
+    for (const Row& row : rows) {
+      // A network without one-sided access asks the home in both runs: its column is empty.
+      auto direct = [&row](const char* figure) {
+        char cell[32] = "-";
+        if (row.network->one_sided) std::snprintf(cell, sizeof cell, "%.1f", row.direct.at(figure));
+        return std::string(cell);
+      };
+      std::printf("%-18s %10.1f %12s   %10.1f %12s\n", row.network->name,
+                  row.messages.at(operation.computing), direct(operation.computing).c_str(),
+                  row.messages.at(operation.waiting), direct(operation.waiting).c_str());
+    }
   }
-  std::printf("messages: LMDX_DSM_READS=messages, the home's progress thread serves the fetch\n");
+  std::printf(
+      "\nmessages: LMDX_DSM_ONE_SIDED=off, the home's progress thread serves each request\n");
   for (const Network& network : networks) {
     if (network.one_sided) std::printf("one-sided over %s: %s\n", network.name, network.one_sided);
   }
-  std::printf("tcp has no one-sided reads: its pages are always asked for\n");
+  std::printf("tcp has no one-sided access: its pages and diffs always go by messages\n");
   return 0;
 }
 

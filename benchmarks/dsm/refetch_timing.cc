@@ -1,11 +1,14 @@
-// The job behind `lmdx bench reads` (2 nodes, a home-based protocol): the fault that fetches
-// again a page this node held before, after the home's writes invalidated it, timed while the
-// home computes and while it waits. Rank 0 homes the pages and writes every one of them in each
-// round; rank 1 reads a sixth of them per round, so that each page it reads was last touched six
-// rounds before and an acquire no longer fetches it unasked (an acquire refetches a page only
-// for a few rounds after a fault brought it). Prints "reads,NAME,VALUE" lines:
+// The job behind `lmdx bench reads` (2 nodes, a home-based protocol): what reaching a home's
+// copies costs while the home computes and while it waits. Rank 0 homes the pages and writes
+// every one of them in each round; rank 1 reads a sixth of them per round, so that each page it
+// reads was last touched six rounds before and an acquire no longer fetches it unasked (an
+// acquire refetches a page only for a few rounds after a fault brought it). Then, under a lock
+// that rank 1 itself manages, rank 1 writes a byte of the first page it read and unlocks: the
+// release sends that write to rank 0. Prints "reads,NAME,VALUE" lines:
 //   refetch_home_computing  median µs of a read fault while rank 0 computes
 //   refetch_home_waiting    the same while rank 0 waits at a barrier
+//   release_home_computing  median µs of the unlock while rank 0 computes
+//   release_home_waiting    the same while rank 0 waits at a barrier
 //   faults                  read faults timed in each of the two
 // Run with the pages' protocol set (LMDX_PROTOCOL=hlrc) and the network chosen (LMDX_TRANSPORT).
 #include <lmdx/lmdx.h>
@@ -15,7 +18,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
+
+#include "sync/names.h"
 
 namespace {
 
@@ -30,6 +36,15 @@ double Median(std::vector<double> values) {
   if (values.empty()) return -1;
   std::sort(values.begin(), values.end());
   return values[values.size() / 2];
+}
+
+// A lock whose manager is rank 1, so that its unlock costs rank 0 nothing but the release's own
+// traffic.
+std::string LockManagedByRankOne() {
+  for (int i = 0;; ++i) {
+    std::string name = "refetch_lock_" + std::to_string(i);
+    if (lmdx::sync::ManagerOf(name, 2) == 1) return name;
+  }
 }
 
 // Work that uses the core and no LMDX call, as a home between two synchronisations does.
@@ -69,8 +84,11 @@ int main(int argc, char** argv) {
   char* base = *shared;
   auto page = [&](int i) { return base + static_cast<std::size_t>(i) * kPageBytes; };
 
+  const std::string lock = LockManagedByRankOne();
   std::vector<double> computing;
   std::vector<double> waiting;
+  std::vector<double> released_computing;
+  std::vector<double> released_waiting;
   int wrong = 0;
   for (int round = 0; round < rounds; ++round) {
     if (rank == 0) {
@@ -90,10 +108,21 @@ int main(int argc, char** argv) {
         if (round >= kPeriod) times.push_back(Micros(Clock::now() - start));
         if (value != static_cast<char>(round + 1)) ++wrong;
       }
+      // Rank 1's own byte of the page (rank 0 writes byte 0): false sharing, which the
+      // multiple-writer protocols merge.
+      lmdx_lock(lock.c_str());
+      page(round % kPeriod)[8] = static_cast<char>(round);
+      const auto start = Clock::now();
+      lmdx_unlock(lock.c_str());
+      if (round >= kPeriod) {
+        (home_computes ? released_computing : released_waiting)
+            .push_back(Micros(Clock::now() - start));
+      }
     }
     lmdx_barrier_all();
   }
-  double figures[3] = {Median(computing), Median(waiting), static_cast<double>(computing.size())};
+  double figures[5] = {Median(computing), Median(waiting), static_cast<double>(computing.size()),
+                       Median(released_computing), Median(released_waiting)};
   lmdx_status status{};
   if (rank == 1) lmdx_send(0, figures, sizeof figures);
   if (rank == 0) lmdx_recv(1, figures, sizeof figures, &status);
@@ -107,6 +136,8 @@ int main(int argc, char** argv) {
       std::printf("reads,refetch_home_computing,%.2f\n", figures[0]);
       std::printf("reads,refetch_home_waiting,%.2f\n", figures[1]);
       std::printf("reads,faults,%.0f\n", figures[2]);
+      std::printf("reads,release_home_computing,%.2f\n", figures[3]);
+      std::printf("reads,release_home_waiting,%.2f\n", figures[4]);
     }
   }
   lmdx_finalize();

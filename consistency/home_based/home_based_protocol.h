@@ -136,6 +136,12 @@ class HomeBasedProtocol final : public Protocol {
   // Sends one kDiffs or kUpdate per destination and waits for every answer; returns the answers'
   // bodies by destination. kDiffs batches are numbered (OwnDiff::batch) per home first.
   std::map<int, std::string> SendDiffs(int type_offset, const DiffBatches& batches);
+  // hlrc: writes a batch straight into its home's copies (one-sided); false when the pair cannot,
+  // and the batch goes as a message. A fetch that meets the batch in flight may apply it again
+  // over a copy that has it: the same bytes, which no node may have overwritten before this
+  // release completes.
+  bool WriteDiffsAtHome(int home,
+                        const std::vector<std::pair<PageId, std::shared_ptr<OwnDiff>>>& diffs);
   void SendInvalidations(const Batches& batches);
 
   // ---- acquire and invalidation (acquire.cc)

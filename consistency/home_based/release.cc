@@ -63,6 +63,11 @@ std::map<int, std::string> HomeBasedProtocol::SendDiffs(int type_offset,
     }
   }
   for (const auto& [dest, diffs] : batches) {
+    // hlrc's homes need nothing but their copies' bytes: where the pair's network allows, the
+    // diffs are written into them, and no home is asked to serve anything while it computes.
+    if (type_offset == kDiffs && kind_ == HomeBasedKind::kHlrc && WriteDiffsAtHome(dest, diffs)) {
+      continue;
+    }
     wire::HbDiffs body;
     auto payload = std::make_shared<std::vector<std::uint8_t>>();
     for (const auto& [page, diff] : diffs) {
@@ -79,6 +84,21 @@ std::map<int, std::string> HomeBasedProtocol::SendDiffs(int type_offset,
     }
   }
   return AwaitAll(node_, pending, failure);
+}
+
+bool HomeBasedProtocol::WriteDiffsAtHome(
+    int home, const std::vector<std::pair<PageId, std::shared_ptr<OwnDiff>>>& diffs) {
+  std::vector<PageRun> runs;
+  for (const auto& [page, diff] : diffs) {
+    ForEachDiffRun(
+        diff->bytes, memory_.page_bytes(),
+        [&runs, page = page](std::size_t offset, std::size_t length, const std::uint8_t* bytes) {
+          runs.push_back({page, offset, bytes, length});
+        });
+  }
+  if (!memory_.WriteHomeCopies(home, runs)) return false;
+  Counters::Add(counters_.diffs_written_directly, diffs.size());
+  return true;
 }
 
 void HomeBasedProtocol::SendInvalidations(const Batches& batches) {

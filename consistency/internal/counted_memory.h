@@ -23,6 +23,9 @@ class CountedMemory final : public PageMemory {
   bool ReadHomeCopies(int home, std::span<const PageId> pages, std::byte* into) override {
     return memory_.ReadHomeCopies(home, pages, into);
   }
+  bool WriteHomeCopies(int home, std::span<const PageRun> runs) override {
+    return memory_.WriteHomeCopies(home, runs);
+  }
 
  private:
   PageMemory& memory_;

@@ -14,7 +14,7 @@ constexpr net::MessageType kDsmVariable = DsmType(0);
 constexpr net::MessageType kDsmRegionOf = DsmType(1);
 constexpr net::MessageType kDsmFree = DsmType(2);
 constexpr net::MessageType kDsmStats = DsmType(3);
-constexpr net::MessageType kDsmReadKey = DsmType(4);  // dsm/home_reads.h
+constexpr net::MessageType kDsmAccessKey = DsmType(4);  // dsm/home_access.h
 
 }  // namespace lmdx::dsm::internal
 

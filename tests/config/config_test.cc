@@ -296,12 +296,12 @@ TEST(ConfigTest, EachOverrideAlone) {
             LEAST_LOADED);
 }
 
-TEST(ConfigTest, HowHomeCopiesAreReadComesFromTheEnvironment) {
-  EXPECT_EQ(SettingsFromText("", "e").dsm_reads, "auto");
-  EXPECT_EQ(SettingsFromText("", "e", {{"LMDX_DSM_READS", "Messages"}}).dsm_reads, "messages");
-  EXPECT_EQ(SettingsFromText("", "e", {{"LMDX_DSM_READS", "auto"}}).dsm_reads, "auto");
-  EXPECT_EQ(EnvError({{"LMDX_DSM_READS", "rdma"}}),
-            "LMDX_DSM_READS: \"rdma\" is not a way of reading home copies (auto or messages)");
+TEST(ConfigTest, HowHomeCopiesAreReachedComesFromTheEnvironment) {
+  EXPECT_EQ(SettingsFromText("", "e").dsm_one_sided, "auto");
+  EXPECT_EQ(SettingsFromText("", "e", {{"LMDX_DSM_ONE_SIDED", "Off"}}).dsm_one_sided, "off");
+  EXPECT_EQ(SettingsFromText("", "e", {{"LMDX_DSM_ONE_SIDED", "auto"}}).dsm_one_sided, "auto");
+  EXPECT_EQ(EnvError({{"LMDX_DSM_ONE_SIDED", "rdma"}}),
+            "LMDX_DSM_ONE_SIDED: \"rdma\" is not a way of reaching home copies (auto or off)");
 }
 
 TEST(ConfigTest, LmdxHomeIsTheRepositoryNotAHomeDistribution) {

@@ -279,31 +279,40 @@ TEST_P(CoherenceUnits, AReadFaultBringsItsUnitAndReadersSeeTheData) {
 INSTANTIATE_TEST_SUITE_P(Protocols, CoherenceUnits,
                          ::testing::Values("update", "rc", "lrc", "hlrc"));
 
-// A fault that fetches again a page this node held before reads the home's copy straight from
-// the home's memory (one-sided, process_vm_readv between the processes of this host) under the
-// protocols whose home copies hold every completed release; the results stay the reference's.
-// LMDX_DSM_READS=messages asks the home every time, and lrc, whose home copies lack the diffs
-// their writers keep, always asks. (update keeps every copy current, so it never fetches again.)
-class DirectReads : public ::testing::TestWithParam<const char*> {};
+// One-sided access to home copies (process_vm_readv and _writev between the processes of this
+// host): a fault that fetches again a page this node held before reads the home's copy from the
+// home's memory under the protocols whose home copies hold every completed release, and hlrc's
+// releases write their diffs into it; the results stay the reference's. LMDX_DSM_ONE_SIDED=off
+// asks the homes every time. lrc, whose home copies lack the diffs their writers keep, always
+// asks; rc's homes must answer a release with the copies to invalidate, so its diffs go as
+// messages. (update keeps every copy current, so it never fetches again.)
+class OneSidedAccess : public ::testing::TestWithParam<const char*> {};
 
-TEST_P(DirectReads, RefetchesReadTheHomesMemoryAndReadersSeeTheData) {
+TEST_P(OneSidedAccess, RefetchesAndHlrcDiffsReachTheHomesMemoryAndReadersSeeTheData) {
   const std::string protocol = GetParam();
   ScopedEnv protocol_env("LMDX_PROTOCOL", protocol);
-  for (const char* scenario : {"read_mostly", "mp_barrier", "false_sharing"}) {
-    JobResult direct = ExpectVerified(scenario, 4, 6, {"--stats"});
-    const std::uint64_t read_directly = StatsColumnSum(direct.out + direct.err, "direct");
+  for (const char* scenario : {"read_mostly", "mp_barrier", "false_sharing", "migratory"}) {
+    JobResult job = ExpectVerified(scenario, 4, 6, {"--stats"});
+    const std::string stats = job.out + job.err;
     if (protocol == "lrc") {
-      EXPECT_EQ(read_directly, 0u) << scenario << direct.out << direct.err;
+      EXPECT_EQ(StatsColumnSum(stats, "direct-rd"), 0u) << scenario << stats;
     } else {
-      EXPECT_GT(read_directly, 0u) << scenario << direct.out << direct.err;
+      EXPECT_GT(StatsColumnSum(stats, "direct-rd"), 0u) << scenario << stats;
+    }
+    if (protocol == "hlrc") {
+      EXPECT_GT(StatsColumnSum(stats, "direct-wr"), 0u) << scenario << stats;
+    } else {
+      EXPECT_EQ(StatsColumnSum(stats, "direct-wr"), 0u) << scenario << stats;
     }
   }
-  ScopedEnv messages("LMDX_DSM_READS", "messages");
-  JobResult asked = ExpectVerified("read_mostly", 4, 6, {"--stats"});
-  EXPECT_EQ(StatsColumnSum(asked.out + asked.err, "direct"), 0u) << asked.out << asked.err;
+  ScopedEnv off("LMDX_DSM_ONE_SIDED", "off");
+  JobResult asked = ExpectVerified("false_sharing", 4, 6, {"--stats"});
+  const std::string stats = asked.out + asked.err;
+  EXPECT_EQ(StatsColumnSum(stats, "direct-rd"), 0u) << stats;
+  EXPECT_EQ(StatsColumnSum(stats, "direct-wr"), 0u) << stats;
 }
 
-INSTANTIATE_TEST_SUITE_P(Protocols, DirectReads, ::testing::Values("rc", "hlrc", "lrc"));
+INSTANTIATE_TEST_SUITE_P(Protocols, OneSidedAccess, ::testing::Values("rc", "hlrc", "lrc"));
 
 // The largest value of one column of the statistics table over its ranks.
 std::uint64_t StatsColumnMax(const std::string& output, const std::string& column) {

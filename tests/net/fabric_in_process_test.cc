@@ -92,8 +92,7 @@ TEST_P(FabricInProcessTest, FramesArriveWholeAndInOrder) {
 TEST_P(FabricInProcessTest, AGetReadsWhatThePeerExposed) {
   std::vector<std::uint8_t> exposed(8 << 20);
   for (std::size_t i = 0; i < exposed.size(); ++i) exposed[i] = Byte(9, i);
-  std::optional<std::string> key =
-      ranks_[1].transport->ExposeForReading(exposed.data(), exposed.size());
+  std::optional<std::string> key = ranks_[1].transport->Expose(exposed.data(), exposed.size());
   ASSERT_TRUE(key.has_value());
   auto base = reinterpret_cast<std::uint64_t>(exposed.data());
 

@@ -1,4 +1,4 @@
-#include "dsm/home_reads.h"
+#include "dsm/home_access.h"
 
 #include "base/error.h"
 #include "base/log.h"
@@ -7,23 +7,23 @@
 
 namespace lmdx::dsm {
 
-using internal::kDsmReadKey;
+using internal::kDsmAccessKey;
 
-HomeReads::HomeReads(net::Node& node, const GlobalSpace& space, bool enabled)
+HomeAccess::HomeAccess(net::Node& node, const GlobalSpace& space, bool enabled)
     : node_(node),
       space_(space),
       enabled_(enabled),
       windows_(static_cast<std::size_t>(node.size())) {}
 
-void HomeReads::RegisterHandlers() {
-  net::SetMessageTypeName(kDsmReadKey, "dsm-read-key");
+void HomeAccess::RegisterHandlers() {
+  net::SetMessageTypeName(kDsmAccessKey, "dsm-access-key");
   // Answered whatever this node's own setting: the asker decides how it reads.
-  node_.Handle(kDsmReadKey, [this](net::InboundMessage& message, const net::ReplyTo* to) {
+  node_.Handle(kDsmAccessKey, [this](net::InboundMessage& message, const net::ReplyTo* to) {
     if (to == nullptr) return;
-    wire::ReadWindow window;
+    wire::AccessWindow window;
     try {
-      std::optional<std::string> key = node_.ExposeForReading(
-          message.header.source, space_.SystemView(0), static_cast<std::size_t>(space_.bytes()));
+      std::optional<std::string> key = node_.Expose(message.header.source, space_.SystemView(0),
+                                                    static_cast<std::size_t>(space_.bytes()));
       if (key) {
         window.set_key(*key);
         window.set_base(reinterpret_cast<std::uintptr_t>(space_.SystemView(0)));
@@ -37,7 +37,7 @@ void HomeReads::RegisterHandlers() {
   });
 }
 
-std::optional<HomeReads::Window> HomeReads::WindowOf(int home) {
+std::optional<HomeAccess::Window> HomeAccess::WindowOf(int home) {
   if (home < 0 || home >= node_.size() || home == node_.rank()) return std::nullopt;
   {
     std::lock_guard lock(mutex_);
@@ -48,8 +48,8 @@ std::optional<HomeReads::Window> HomeReads::WindowOf(int home) {
   Window window;
   window.asked = true;
   try {
-    net::InboundMessage reply = node_.Request(home, kDsmReadKey, {});
-    wire::ReadWindow answer;
+    net::InboundMessage reply = node_.Request(home, kDsmAccessKey, {});
+    wire::AccessWindow answer;
     if (answer.ParseFromString(reply.body) && answer.bytes() <= space_.bytes()) {
       window.key = answer.key();
       window.base = answer.base();
@@ -67,7 +67,7 @@ std::optional<HomeReads::Window> HomeReads::WindowOf(int home) {
   return window;
 }
 
-bool HomeReads::Read(int home, std::span<const consistency::PageId> pages, std::byte* into) {
+bool HomeAccess::Read(int home, std::span<const consistency::PageId> pages, std::byte* into) {
   if (!enabled_ || pages.empty()) return false;
   std::optional<Window> window = WindowOf(home);
   if (!window || window->key.empty()) return false;
@@ -84,16 +84,39 @@ bool HomeReads::Read(int home, std::span<const consistency::PageId> pages, std::
     at = end;
   }
   if (node_.ReadRemote(home, window->key, spans)) return true;
-  // The network refused the read (the kernel's permission, a peer in another namespace): this
-  // pair goes on with messages rather than fail the same way at every fault.
+  GiveUp(home);
+  return false;
+}
+
+bool HomeAccess::Write(int home, std::span<const consistency::PageRun> runs) {
+  if (!enabled_ || runs.empty()) return false;
+  std::optional<Window> window = WindowOf(home);
+  if (!window || window->key.empty()) return false;
+  const std::uint64_t page_bytes = space_.page_bytes();
+  std::vector<net::Transport::WritePiece> pieces;
+  pieces.reserve(runs.size());
+  for (const consistency::PageRun& run : runs) {
+    if (run.offset + run.length > page_bytes || (run.page + 1) * page_bytes > window->bytes) {
+      return false;
+    }
+    pieces.push_back({window->base + run.page * page_bytes + run.offset, run.bytes, run.length});
+  }
+  if (node_.WriteRemote(home, window->key, pieces)) return true;
+  GiveUp(home);
+  return false;
+}
+
+void HomeAccess::GiveUp(int home) {
+  // The network refused (the kernel's permission, a peer in another namespace, a network with
+  // reads but no writes): this pair goes on with messages rather than fail the same way at every
+  // fault and release.
   std::lock_guard lock(mutex_);
   Window& known = windows_[static_cast<std::size_t>(home)];
   if (!known.key.empty() && !node_.ending()) {
-    LogLine("one-sided reads from rank " + std::to_string(home) + " over " + node_.NetworkTo(home) +
-            " failed; its pages are fetched by messages from now on");
+    LogLine("one-sided access to rank " + std::to_string(home) + " over " + node_.NetworkTo(home) +
+            " failed; its pages are reached by messages from now on");
   }
   known.key.clear();
-  return false;
 }
 
 }  // namespace lmdx::dsm

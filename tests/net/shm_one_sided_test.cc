@@ -1,10 +1,12 @@
-// The shared-memory transport's one-sided reads, with two transports in one process as ranks 0
-// and 1 of a job: a read copies what the peer exposed, and a key that does not name the process
-// at the other end of the pair's socket is refused rather than read. Reads between two real
-// processes are tested through the DSM (tests/dsm/litmus_test.cc, DirectReads).
+// The shared-memory transport's one-sided access, with two transports in one process as ranks 0
+// and 1 of a job: a read copies what the peer exposed, a write lands every piece and nothing
+// else, and a key that does not name the process at the other end of the pair's socket is
+// refused rather than used. Access between two real processes is tested through the DSM
+// (tests/dsm/litmus_test.cc, OneSidedAccess).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -24,7 +26,7 @@ struct Rank {
   std::unique_ptr<ShmTransport> transport;
 };
 
-class ShmReadsTest : public ::testing::Test {
+class ShmOneSidedTest : public ::testing::Test {
  protected:
   void SetUp() override {
     wire::JobTable table;
@@ -70,12 +72,11 @@ class ShmReadsTest : public ::testing::Test {
   Rank ranks_[2];
 };
 
-TEST_F(ShmReadsTest, AReadCopiesWhatThePeerExposed) {
+TEST_F(ShmOneSidedTest, AReadCopiesWhatThePeerExposed) {
   Connect();
   std::vector<std::uint8_t> exposed(3 << 20);
   for (std::size_t i = 0; i < exposed.size(); ++i) exposed[i] = static_cast<std::uint8_t>(i * 13);
-  std::optional<std::string> key =
-      ranks_[1].transport->ExposeForReading(exposed.data(), exposed.size());
+  std::optional<std::string> key = ranks_[1].transport->Expose(exposed.data(), exposed.size());
   ASSERT_TRUE(key.has_value());
   const auto base = reinterpret_cast<std::uint64_t>(exposed.data());
   for (auto [offset, size] : {std::pair<std::size_t, std::size_t>{8192, 4096}, {1, 3 << 19}}) {
@@ -85,7 +86,7 @@ TEST_F(ShmReadsTest, AReadCopiesWhatThePeerExposed) {
   }
 }
 
-TEST_F(ShmReadsTest, AKeyThatDoesNotNameThePeersProcessIsRefused) {
+TEST_F(ShmOneSidedTest, AKeyThatDoesNotNameThePeersProcessIsRefused) {
   Connect();
   std::vector<std::uint8_t> exposed(4096, 7);
   const auto base = reinterpret_cast<std::uint64_t>(exposed.data());
@@ -96,16 +97,52 @@ TEST_F(ShmReadsTest, AKeyThatDoesNotNameThePeersProcessIsRefused) {
   EXPECT_EQ(local, std::vector<std::uint8_t>(4096, 0));
 }
 
-TEST_F(ShmReadsTest, NoReadBeforeThePairIsConnected) {
-  std::optional<std::string> key = ranks_[1].transport->ExposeForReading(nullptr, 0);
+TEST_F(ShmOneSidedTest, AWriteLandsEveryPieceAndNothingElse) {
+  Connect();
+  std::vector<std::uint8_t> exposed(1 << 20, 0xee);
+  std::optional<std::string> key = ranks_[1].transport->Expose(exposed.data(), exposed.size());
+  ASSERT_TRUE(key.has_value());
+  const auto base = reinterpret_cast<std::uint64_t>(exposed.data());
+  // More pieces than one system call takes (IOV_MAX), of odd sizes, one of them large.
+  std::vector<std::vector<std::uint8_t>> sources;
+  std::vector<Transport::WritePiece> pieces;
+  std::vector<std::uint8_t> expected = exposed;
+  for (std::size_t i = 0; i < 1500; ++i) {
+    const std::size_t size = i == 700 ? 100000 : 1 + i % 5;
+    const std::size_t at = i == 700 ? 800000 : i * 256 + i % 7;
+    sources.emplace_back(size, static_cast<std::uint8_t>(i));
+    pieces.push_back({base + at, sources.back().data(), size});
+    std::fill_n(expected.begin() + static_cast<long>(at), size, static_cast<std::uint8_t>(i));
+  }
+  EXPECT_EQ(ranks_[0].transport->Write(1, *key, pieces), std::optional<bool>(true));
+  EXPECT_EQ(exposed, expected);
+}
+
+TEST_F(ShmOneSidedTest, AWriteWithAKeyThatDoesNotNameThePeersProcessIsRefused) {
+  Connect();
+  std::vector<std::uint8_t> exposed(64, 0);
+  std::uint8_t byte = 9;
+  const Transport::WritePiece piece{reinterpret_cast<std::uint64_t>(exposed.data()), &byte, 1};
+  for (const char* key : {"pid:1", "", "pid:-3"}) {
+    EXPECT_EQ(ranks_[0].transport->Write(1, key, {&piece, 1}), std::nullopt) << key;
+  }
+  EXPECT_EQ(exposed, std::vector<std::uint8_t>(64, 0));
+  // Memory the peer does not have: refused by the kernel, reported as a failed write.
+  std::optional<std::string> key = ranks_[1].transport->Expose(nullptr, 0);
+  const Transport::WritePiece nowhere{0, &byte, 1};
+  EXPECT_EQ(ranks_[0].transport->Write(1, *key, {&nowhere, 1}), std::optional<bool>(false));
+}
+
+TEST_F(ShmOneSidedTest, NoReadBeforeThePairIsConnected) {
+  std::optional<std::string> key = ranks_[1].transport->Expose(nullptr, 0);
   ASSERT_TRUE(key.has_value());
   std::uint8_t byte = 0;
   EXPECT_EQ(Read(*key, reinterpret_cast<std::uint64_t>(&byte), &byte, 1), std::nullopt);
 }
 
-TEST_F(ShmReadsTest, AReadOfMemoryThePeerDoesNotHaveFails) {
+TEST_F(ShmOneSidedTest, AReadOfMemoryThePeerDoesNotHaveFails) {
   Connect();
-  std::optional<std::string> key = ranks_[1].transport->ExposeForReading(nullptr, 0);
+  std::optional<std::string> key = ranks_[1].transport->Expose(nullptr, 0);
   ASSERT_TRUE(key.has_value());
   std::vector<std::uint8_t> local(4096);
   // Page 0 is never mapped.

@@ -1,5 +1,5 @@
-// The node's one-sided reads: memory exposed to a peer's network, and reads of a peer's memory
-// over the pair's own network (net/transport.h).
+// The node's one-sided access: memory exposed to a peer's network, and reads and writes of a
+// peer's memory over the pair's own network (net/transport.h).
 #include <atomic>
 #include <memory>
 
@@ -23,26 +23,28 @@ struct ReadBatch {
 
 }  // namespace
 
-std::optional<std::string> Node::ExposeForReading(int peer, void* base, std::size_t size) {
-  if (peer == info_.rank || peer < 0 || peer >= info_.size ||
-      !routes_ready_.load(std::memory_order_acquire)) {
-    return std::nullopt;
-  }
-  Transport* transport = route_[static_cast<std::size_t>(peer)];
+std::optional<std::string> Node::Expose(int peer, void* base, std::size_t size) {
+  Transport* transport = OneSidedRoute(peer);
+  if (transport == nullptr) return std::nullopt;
   std::lock_guard lock(exposed_mutex_);
   auto [entry, fresh] = exposed_.try_emplace({transport, base, size});
   // Registered once per network: every peer on it reads with the same key.
-  if (fresh) entry->second = transport->ExposeForReading(base, size);
+  if (fresh) entry->second = transport->Expose(base, size);
   return entry->second;
 }
 
-bool Node::ReadRemote(int peer, const std::string& key, std::span<const RemoteSpan> spans) {
+Transport* Node::OneSidedRoute(int peer) const {
   if (peer == info_.rank || peer < 0 || peer >= info_.size ||
       !routes_ready_.load(std::memory_order_acquire)) {
-    return false;
+    return nullptr;
   }
+  return route_[static_cast<std::size_t>(peer)];
+}
+
+bool Node::ReadRemote(int peer, const std::string& key, std::span<const RemoteSpan> spans) {
+  Transport* transport = OneSidedRoute(peer);
+  if (transport == nullptr) return false;
   if (spans.empty()) return true;
-  Transport* transport = route_[static_cast<std::size_t>(peer)];
   // Shared with the callbacks, which may run after a failed start below returned.
   auto batch = std::make_shared<ReadBatch>();
   // One count for the loop itself, so that no read finishing early signals before all started.
@@ -56,6 +58,14 @@ bool Node::ReadRemote(int peer, const std::string& key, std::span<const RemoteSp
   const WaitReason reason{"a one-sided read of memory", {}, peer};
   batch->done.Wait(&reason);
   return !batch->failed.load(std::memory_order_relaxed);
+}
+
+bool Node::WriteRemote(int peer, const std::string& key,
+                       std::span<const Transport::WritePiece> pieces) {
+  Transport* transport = OneSidedRoute(peer);
+  if (transport == nullptr) return false;
+  if (pieces.empty()) return true;
+  return transport->Write(peer, key, pieces).value_or(false);
 }
 
 }  // namespace lmdx::net

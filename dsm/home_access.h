@@ -1,0 +1,62 @@
+// One-sided access to home copies (consistency::PageMemory::ReadHomeCopies, WriteHomeCopies): a
+// node reads pages of another node's system view, and writes runs of bytes into it, straight in
+// that node's memory over the pair's network where it has remote memory access (shm, fabric;
+// net/transport.h), so that serving them costs the home no CPU, even while it computes.
+//
+// The first access to a home asks it for its key (kDsmAccessKey); the home then exposes its whole
+// system view to the pair's network, once per network. The answer is kept: a pair whose network
+// has no remote access is asked once and goes on with messages.
+#ifndef LMDX_DSM_HOME_ACCESS_H_
+#define LMDX_DSM_HOME_ACCESS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "consistency/protocol.h"
+#include "dsm/global_space.h"
+#include "net/node.h"
+
+namespace lmdx::dsm {
+
+class HomeAccess {
+ public:
+  // enabled false: Read and Write always answer false (LMDX_DSM_ONE_SIDED=off).
+  HomeAccess(net::Node& node, const GlobalSpace& space, bool enabled);
+
+  // Installs the kDsmAccessKey handler; called before the node joins the job.
+  void RegisterHandlers();
+
+  // Reads the home's copy of pages (sorted) into into, one page after another; blocks until
+  // done. False when the pair cannot read one-sidedly or a read failed: the caller asks the home.
+  bool Read(int home, std::span<const consistency::PageId> pages, std::byte* into);
+  // Writes the runs into the home's copy; blocks until done. False when the pair cannot write
+  // one-sidedly or a write failed (then no run, or only some, may have landed).
+  bool Write(int home, std::span<const consistency::PageRun> runs);
+
+ private:
+  // The pair goes on with messages: a read or write failed (said once in the log).
+  void GiveUp(int home);
+  // How this node reaches a home's memory, once the home has answered.
+  struct Window {
+    bool asked = false;
+    std::string key;  // empty: no remote reads with this home
+    std::uint64_t base = 0;
+    std::uint64_t bytes = 0;
+  };
+  std::optional<Window> WindowOf(int home);
+
+  net::Node& node_;
+  const GlobalSpace& space_;
+  bool enabled_;
+  std::mutex mutex_;
+  std::vector<Window> windows_;  // by rank
+};
+
+}  // namespace lmdx::dsm
+
+#endif  // LMDX_DSM_HOME_ACCESS_H_
