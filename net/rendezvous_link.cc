@@ -33,7 +33,24 @@ void RendezvousLink::Start() {
   internal::SetNonBlocking(fd_.get(), false);
   silence_.Watch(0, true, MonotonicMs());
   engine_.Add(fd_.get(), EPOLLIN | EPOLLRDHUP, [this](std::uint32_t) { OnReadable(); });
-  if (settings_.on()) engine_.PostAfter(settings_.period_ms, [this] { Tick(); });
+  if (!settings_.on()) return;
+  engine_.PostAfter(settings_.period_ms, [this] { Tick(); });
+  heartbeat_ = std::jthread([this](std::stop_token stop) { SendHeartbeats(stop); });
+}
+
+void RendezvousLink::SendHeartbeats(std::stop_token stop) {
+  std::unique_lock lock(sleep_mutex_);
+  for (;;) {
+    // Wakes early only when stopped.
+    sleep_.wait_for(lock, stop, std::chrono::milliseconds(settings_.period_ms),
+                    [] { return false; });
+    if (stop.stop_requested() || closed_) return;
+    try {
+      Write(MessageType::kHeartbeat, {});
+    } catch (const Error& error) {
+      DebugLine(std::string("cannot send a heartbeat to the rendezvous: ") + error.what());
+    }
+  }
 }
 
 void RendezvousLink::OnReadable() {
@@ -71,13 +88,9 @@ void RendezvousLink::OnReadable() {
   }
 }
 
+// The other half of the heartbeat: the rendezvous' silence, checked where its frames are read.
 void RendezvousLink::Tick() {
   if (closed_) return;
-  try {
-    Write(MessageType::kHeartbeat, {});
-  } catch (const Error& error) {
-    DebugLine(std::string("cannot send a heartbeat to the rendezvous: ") + error.what());
-  }
   const std::int64_t now = MonotonicMs();
   if (!silence_.Tick(now).empty() && !ending_()) {
     EndThisNode("the rendezvous at " + info_.rendezvous + " (" + info_.launcher +

@@ -1,10 +1,13 @@
 #ifndef LMDX_NET_RENDEZVOUS_LINK_H_
 #define LMDX_NET_RENDEZVOUS_LINK_H_
 
+#include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "base/fd.h"
 #include "net/bootstrap.h"
@@ -28,7 +31,10 @@ class RendezvousLink {
   RendezvousLink(const RendezvousLink&) = delete;
   RendezvousLink& operator=(const RendezvousLink&) = delete;
 
-  // Watches the connection on the progress thread and starts the heartbeat.
+  // Watches the connection on the progress thread and starts the heartbeat. The heartbeat's frames
+  // go out from a thread of their own, which sleeps between them: a progress thread busy for
+  // seconds in one handler (a barrier that hands on 60 MiB of payloads under ASan) is no hang,
+  // and must not read as one at the rendezvous.
   void Start();
   // Tells the rendezvous that this node ends in order (with its status when known), so that its
   // exit is not taken for a death and its silence from now on for a hang.
@@ -37,6 +43,7 @@ class RendezvousLink {
  private:
   void OnReadable();
   void Tick();
+  void SendHeartbeats(std::stop_token stop);
   void Write(MessageType type, const std::string& body);
   [[noreturn]] void EndThisNode(const std::string& why);
 
@@ -45,10 +52,13 @@ class RendezvousLink {
   const BootstrapInfo& info_;
   std::function<bool()> ending_;
   HeartbeatSettings settings_;
-  SilenceWatch silence_;    // one peer: the rendezvous; progress thread only
-  std::string input_;       // bytes of frames not yet whole; progress thread only
-  bool closed_ = false;     // progress thread only
-  std::mutex write_mutex_;  // the heartbeat (progress thread) and a leave (any thread) both write
+  SilenceWatch silence_;              // one peer: the rendezvous; progress thread only
+  std::string input_;                 // bytes of frames not yet whole; progress thread only
+  std::atomic<bool> closed_ = false;  // set by the progress thread; read by the heartbeat's too
+  std::mutex write_mutex_;            // the heartbeat's thread and a leave (any thread) both write
+  std::mutex sleep_mutex_;
+  std::condition_variable_any sleep_;
+  std::jthread heartbeat_;  // last: stopped and joined before the members it uses go
 };
 
 }  // namespace lmdx::net
