@@ -22,31 +22,16 @@ namespace {
 
 using lmdx::testing::ScopedEnv;
 
-struct Rank {
-  ProgressEngine engine;
-  RecordingHost host;
-  std::unique_ptr<FabricTransport> transport;
-};
+using Rank = InProcessRank<FabricTransport>;
 
 class FabricInProcessTest : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
-    wire::JobTable table;
-    for (int rank = 0; rank < 2; ++rank) {
-      ranks_[rank].engine.Start();
-      ranks_[rank].transport = std::make_unique<FabricTransport>(
-          ranks_[rank].engine, ranks_[rank].host, TestSecret(), rank, 2);
-      wire::NodeInfo* node = table.add_nodes();
-      node->set_rank(rank);
-      node->set_host("here");
-      *node->add_endpoints() = ranks_[rank].transport->LocalEndpoint();
-    }
-    for (Rank& rank : ranks_) rank.transport->SetJobTable(table);
+    StartPair(ranks_, [](ProgressEngine& engine, RecordingHost& host, int rank) {
+      return std::make_unique<FabricTransport>(engine, host, TestSecret(), rank, 2);
+    });
   }
-  void TearDown() override {
-    for (Rank& rank : ranks_) rank.transport->Close();
-    for (Rank& rank : ranks_) rank.engine.Stop();
-  }
+  void TearDown() override { StopPair(ranks_); }
   // Before the end: closing, each rank says goodbye, which the other takes as the pair's end.
   void ExpectNoPeerLost() {
     for (Rank& rank : ranks_) EXPECT_EQ(rank.host.lost(), "");

@@ -1,17 +1,20 @@
-// What the in-process transport tests share: a host that records what its transport delivers, and
-// a job secret of their own.
+// What the in-process transport tests share: a host that records what its transport delivers, a
+// job secret of their own, and two transports in one process as ranks 0 and 1 of a job.
 #ifndef LMDX_TESTS_NET_IN_PROCESS_HOST_H_
 #define LMDX_TESTS_NET_IN_PROCESS_HOST_H_
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "net/job_secret.h"
+#include "net/progress_engine.h"
 #include "net/transport.h"
+#include "net/wire.pb.h"
 
 namespace lmdx::net {
 
@@ -51,6 +54,36 @@ inline JobSecret TestSecret() {
   JobSecret::Bytes bytes{};
   for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::uint8_t>(i * 7 + 1);
   return JobSecret(bytes);
+}
+
+// Ranks 0 and 1, each with its own progress engine and host; Start gives each the other's
+// endpoint.
+template <typename TransportType>
+struct InProcessRank {
+  ProgressEngine engine;
+  RecordingHost host;
+  std::unique_ptr<TransportType> transport;
+};
+
+// make(engine, host, rank) builds one rank's transport.
+template <typename TransportType, typename Make>
+void StartPair(InProcessRank<TransportType> (&ranks)[2], Make make) {
+  wire::JobTable table;
+  for (int rank = 0; rank < 2; ++rank) {
+    ranks[rank].engine.Start();
+    ranks[rank].transport = make(ranks[rank].engine, ranks[rank].host, rank);
+    wire::NodeInfo* node = table.add_nodes();
+    node->set_rank(rank);
+    node->set_host("here");
+    *node->add_endpoints() = ranks[rank].transport->LocalEndpoint();
+  }
+  for (auto& rank : ranks) rank.transport->SetJobTable(table);
+}
+
+template <typename TransportType>
+void StopPair(InProcessRank<TransportType> (&ranks)[2]) {
+  for (auto& rank : ranks) rank.transport->Close();
+  for (auto& rank : ranks) rank.engine.Stop();
 }
 
 }  // namespace lmdx::net

@@ -20,32 +20,17 @@
 namespace lmdx::net {
 namespace {
 
-struct Rank {
-  ProgressEngine engine;
-  RecordingHost host;
-  std::unique_ptr<ShmTransport> transport;
-};
+using Rank = InProcessRank<ShmTransport>;
 
 class ShmOneSidedTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    wire::JobTable table;
     const std::string job = "shm-reads-" + std::to_string(::getpid());
-    for (int rank = 0; rank < 2; ++rank) {
-      ranks_[rank].engine.Start();
-      ranks_[rank].transport = std::make_unique<ShmTransport>(
-          ranks_[rank].engine, ranks_[rank].host, TestSecret(), rank, 2, job);
-      wire::NodeInfo* node = table.add_nodes();
-      node->set_rank(rank);
-      node->set_host("here");
-      *node->add_endpoints() = ranks_[rank].transport->LocalEndpoint();
-    }
-    for (Rank& rank : ranks_) rank.transport->SetJobTable(table);
+    StartPair(ranks_, [&](ProgressEngine& engine, RecordingHost& host, int rank) {
+      return std::make_unique<ShmTransport>(engine, host, TestSecret(), rank, 2, job);
+    });
   }
-  void TearDown() override {
-    for (Rank& rank : ranks_) rank.transport->Close();
-    for (Rank& rank : ranks_) rank.engine.Stop();
-  }
+  void TearDown() override { StopPair(ranks_); }
 
   // Sends a frame from rank 0 to rank 1 and waits for it: the pair's connection then exists.
   void Connect() {
