@@ -73,7 +73,10 @@ class PollingRendezvousServer : public RendezvousServer {
   NodeState StateAfterExit(int rank, std::chrono::milliseconds settle) override {
     std::unique_lock lock(state_mutex_);
     const RankState& state = ranks_.at(static_cast<std::size_t>(rank));
-    state_changed_.wait_for(lock, settle, [&] { return !state.joined || state.disconnected; });
+    // This thread reads a thousand connections on a crowded host: it may need longer to get to
+    // this one.
+    state_changed_.wait_for(lock, settle * crowding::Scale(),
+                            [&] { return !state.joined || state.disconnected; });
     if (state.left) return NodeState::kLeft;
     return state.joined ? NodeState::kJoined : NodeState::kNotJoined;
   }

@@ -32,8 +32,9 @@ class RendezvousServer {
     kJoined,     // joined and did not announce its end: it died, or exited in mid-job
     kLeft,       // announced an orderly end (net/wire.proto: Leave)
   };
-  // Call once the process of rank is gone. Waits up to `settle` for its connection to close, so
-  // that a leave announced just before the exit is counted.
+  // Call once the process of rank is gone. Waits up to `settle` (multiplied on crowded hosts,
+  // net/crowding.h) for its connection to close, so that a leave announced just before the exit
+  // is counted.
   virtual NodeState StateAfterExit(int rank, std::chrono::milliseconds settle) = 0;
   // The process of rank is gone. If it never joined, nodes waiting for the job table are told
   // the job cannot start, instead of waiting for ever.
