@@ -118,6 +118,12 @@ class Completion {
                                                                         : Outcome::kTimedOut;
   }
   bool done() const { return done_.load(std::memory_order_acquire); }
+  // The waiter is likely to wait again within microseconds once this is done (a message receive
+  // in a conversation), so pollers whose arming costs system calls may stay disarmed for a while
+  // after it (ProgressEngine::Poller::ArmsLazily). Requests whose answer lets the program compute
+  // on (a page, a lock, a barrier) leave it off: a request to this node must then be heard at once.
+  void SetWaitsInBursts() { waits_in_bursts_ = true; }
+  bool waits_in_bursts() const { return waits_in_bursts_; }
 
  private:
   // Done, and the signaller is out of Signal: the lock taken once after done_ is seen is what
@@ -173,6 +179,7 @@ class Completion {
   static inline std::atomic<CompletionDriver*> driver_{nullptr};
   static inline std::atomic<Parking*> parking_{nullptr};
   void* parked_ = nullptr;  // the user-level thread parked in Wait, guarded by mutex_
+  bool waits_in_bursts_ = false;
   std::mutex mutex_;
   std::condition_variable ready_;
   std::atomic<bool> done_{false};

@@ -133,6 +133,9 @@ void FabricTransport::SetJobTable(const wire::JobTable& table) {
     peers_[static_cast<std::size_t>(node.rank())]->same_host = node.host() == my_host;
     for (const wire::Endpoint& endpoint : node.endpoints()) {
       if (endpoint.transport() != "fabric") continue;
+      if (node.host() == my_host && internal::UcxMayUseSharedMemory()) {
+        arms_lazily_.store(true, std::memory_order_relaxed);
+      }
       std::string address = HexDecode(endpoint.address()).value_or("");
       if (address.empty()) {
         LogLine("fabric: " + RankText(node.rank()) + " advertised an address that is not hex");

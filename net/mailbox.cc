@@ -62,6 +62,7 @@ Mailbox::Result Mailbox::Receive(int source, int tag, void* buffer, std::size_t 
     }
     if (!wait) return Result{1, -1, -1, 0, {}};
     posted_.push_back(&posted);
+    posted.done.SetWaitsInBursts();
   }
   WaitReason reason{"lmdx_recv", {}, source};
   if (!posted.done.WaitUnlessInterrupted(&reason)) {

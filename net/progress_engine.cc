@@ -181,18 +181,29 @@ bool ProgressEngine::PollAll() {
   return found;
 }
 
-bool ProgressEngine::ArmAll() {
+bool ProgressEngine::ArmPollers(Which which) {
   if (!have_pollers_.load(std::memory_order_acquire)) return false;
   bool waiting = false;
   std::lock_guard lock(pollers_mutex_);
-  for (Poller* poller : pollers_) waiting |= poller->Arm();
+  for (Poller* poller : pollers_) {
+    if (which == Which::kAll || poller->ArmsLazily() == (which == Which::kLazy)) {
+      waiting |= poller->Arm();
+    }
+  }
   return waiting;
 }
 
-void ProgressEngine::DisarmAll() {
-  if (!have_pollers_.load(std::memory_order_acquire)) return;
+bool ProgressEngine::DisarmPollers(Which which) {
+  if (!have_pollers_.load(std::memory_order_acquire)) return false;
+  bool lazy = false;
   std::lock_guard lock(pollers_mutex_);
-  for (Poller* poller : pollers_) poller->Disarm();
+  for (Poller* poller : pollers_) {
+    if (which == Which::kAll || poller->ArmsLazily() == (which == Which::kLazy)) {
+      poller->Disarm();
+      lazy |= poller->ArmsLazily();
+    }
+  }
+  return lazy;
 }
 
 // The event set stays registered in the outer set; taking it from the progress thread only
@@ -213,19 +224,75 @@ void ProgressEngine::BeginDriving() {
   someone_drives_.store(true, std::memory_order_release);
   event_set_taken_ = !pollers_only_.load(std::memory_order_relaxed);
   if (event_set_taken_) WatchEventSet(false);
-  DisarmAll();
+  if (lazy_armed_) {
+    lazy_armed_ = !DisarmPollers(Which::kAll);  // stays true when there are no lazy pollers
+  } else {
+    DisarmPollers(Which::kEager);
+  }
 }
 
-void ProgressEngine::EndDriving() {
+// A driver that received a message leaves the lazy pollers disarmed for a while: in a
+// conversation it is back polling within microseconds, and arming a UCX worker between two
+// messages cost more than the messages. The progress thread arms them when a whole window passes
+// with nobody receiving (PrepareSleepLocked). It is woken for that only when it sleeps with no
+// deadline; each window that a conversation outlasts doubles the next, up to kMaxLazyWindowNs,
+// since the progress thread's wake-up at the end of each takes a core from a polling thread. A
+// driver whose budget ran out, or that waited for a request's answer, arms everything: it goes to
+// sleep or computes, and something must hear the next frame at once.
+void ProgressEngine::EndDriving(bool satisfied) {
   std::lock_guard lock(drivers_mutex_);
   if (--drivers_ != 0) return;
   someone_drives_.store(false, std::memory_order_release);
   if (event_set_taken_) WatchEventSet(true);
-  if (ArmAll()) {
-    // Something arrived after the last poll: the progress thread takes it.
+  // Something arrived after the last poll: the progress thread takes it.
+  bool wake = ArmPollers(Which::kEager);
+  if (!lazy_armed_) {
+    if (satisfied && LazyGraceNs() > 0) {
+      lazy_until_ns_ = MonotonicNs() + std::max(lazy_window_ns_, LazyGraceNs());
+      wake |= wakes_by_ns_.load(std::memory_order_relaxed) > lazy_until_ns_;
+    } else {
+      wake |= ArmPollers(Which::kLazy);
+      lazy_armed_ = true;
+    }
+  }
+  if (wake) {
     std::uint64_t one = 1;
     [[maybe_unused]] ssize_t n = ::write(wake_fd_.get(), &one, sizeof one);
   }
+}
+
+std::int64_t ProgressEngine::PrepareSleepLocked(std::int64_t timeout_ns) {
+  auto shorten_to = [&timeout_ns](std::int64_t ns) {
+    timeout_ns = timeout_ns < 0 ? ns : std::min(timeout_ns, ns);
+  };
+  std::int64_t now = MonotonicNs();
+  // The lazy pollers stay disarmed while a conversation goes on: a thread drives now, or one
+  // received within the window.
+  bool conversing = !lazy_armed_ && LazyGraceNs() > 0 && (drivers_ != 0 || now < lazy_until_ns_);
+  if (conversing) {
+    if (now >= lazy_checked_ns_ + lazy_window_ns_) {
+      lazy_window_ns_ = std::min(2 * std::max(lazy_window_ns_, LazyGraceNs()), kMaxLazyWindowNs);
+    }
+    lazy_checked_ns_ = now;
+  }
+  if (drivers_ != 0) {
+    // The drivers poll; the last to leave arms what must be. When it leaves lazy pollers
+    // disarmed, this thread must look again within their window: it sleeps that long rather
+    // than be woken by a system call of the leaving driver.
+    if (conversing) shorten_to(std::max(lazy_window_ns_, LazyGraceNs()));
+  } else {
+    // Nobody drives: writers to this node's rings must signal before this thread sleeps.
+    if (ArmPollers(Which::kEager)) timeout_ns = 0;
+    if (conversing) {
+      shorten_to(lazy_until_ns_ - now);
+    } else {
+      if (ArmPollers(Which::kLazy)) timeout_ns = 0;
+      lazy_armed_ = true;
+      lazy_window_ns_ = LazyGraceNs();
+    }
+  }
+  wakes_by_ns_.store(timeout_ns < 0 ? INT64_MAX : now + timeout_ns, std::memory_order_relaxed);
+  return timeout_ns;
 }
 
 void ProgressEngine::DriveBriefly(Completion& completion) {
@@ -273,7 +340,7 @@ void ProgressEngine::DriveBriefly(Completion& completion) {
     }
     if (found) last_event = MonotonicNs();
   }
-  EndDriving();
+  EndDriving(completion.done() && completion.waits_in_bursts());
 }
 
 void ProgressEngine::Run() {
@@ -281,13 +348,16 @@ void ProgressEngine::Run() {
   epoll_event events[kMaxEvents];
   while (!stopping_.load(std::memory_order_acquire)) {
     epoll_event outer[2];
-    int timeout = NextTimeoutMs();
+    int timeout_ms = NextTimeoutMs();
+    std::int64_t timeout_ns = timeout_ms < 0 ? -1 : std::int64_t{timeout_ms} * 1000000;
     {
-      // Nobody drives: writers to this node's rings must signal before this thread sleeps.
       std::lock_guard lock(drivers_mutex_);
-      if (drivers_ == 0 && ArmAll()) timeout = 0;
+      timeout_ns = PrepareSleepLocked(timeout_ns);
     }
-    int ready = ::epoll_wait(outer_fd_.get(), outer, 2, timeout);
+    timespec timeout{timeout_ns / 1000000000, timeout_ns % 1000000000};
+    int ready =
+        ::epoll_pwait2(outer_fd_.get(), outer, 2, timeout_ns < 0 ? nullptr : &timeout, nullptr);
+    wakes_by_ns_.store(0, std::memory_order_relaxed);
     if (ready < 0) {
       if (errno == EINTR) continue;
       LogLine(SystemErrorText("progress engine: epoll_wait", errno));
@@ -315,7 +385,7 @@ void ProgressEngine::LingerAfterActivity() {
   {
     std::lock_guard lock(drivers_mutex_);
     if (drivers_ != 0) return;  // an application thread is polling already
-    DisarmAll();
+    if (DisarmPollers(Which::kAll)) lazy_armed_ = false;
   }
   constexpr int kMaxEvents = 16;
   epoll_event events[kMaxEvents];

@@ -43,6 +43,12 @@ class ProgressEngine : public CompletionDriver {
     virtual bool Arm() = 0;
     // A thread polls now: writers need not signal.
     virtual void Disarm() = 0;
+    // True when arming costs system calls (a UCX worker: ucp_worker_arm, epoll_ctl, and a
+    // signal the peer must send to an armed worker). Such a poller stays disarmed for a short
+    // grace after a waiting thread got what it waited for, since that thread is likely to wait
+    // again at once (a ping-pong, a fault after a fault); the progress thread arms it when the
+    // grace ends with nobody polling.
+    virtual bool ArmsLazily() const { return false; }
   };
 
   using IoCallback = std::function<void(std::uint32_t events)>;
@@ -106,9 +112,20 @@ class ProgressEngine : public CompletionDriver {
   void RunPosted();
   // Polls every poller; caller holds dispatch_mutex_. True when any found something.
   bool PollAll();
-  // Arms every poller; true when one has something waiting.
-  bool ArmAll();
-  void DisarmAll();
+  enum class Which { kEager, kLazy, kAll };  // pollers by ArmsLazily()
+  // Arms the pollers named; true when one has something waiting.
+  bool ArmPollers(Which which);
+  // True when a lazy poller was among those disarmed.
+  bool DisarmPollers(Which which);
+  // Before the progress thread sleeps (caller holds drivers_mutex_): arms the pollers that must
+  // be, and shortens the sleep to the end of the lazy pollers' grace; returns the timeout in ns
+  // (-1: none).
+  std::int64_t PrepareSleepLocked(std::int64_t timeout_ns);
+  // The shortest time lazy pollers stay disarmed after a receive: twice the drive budget (none
+  // when waiters do not poll).
+  std::int64_t LazyGraceNs() const {
+    return std::int64_t{drive_micros_.load(std::memory_order_relaxed)} * 2000;
+  }
   int NextTimeoutMs();
 
   Fd epoll_fd_;  // every registered descriptor and wake_fd_
@@ -123,7 +140,8 @@ class ProgressEngine : public CompletionDriver {
   // otherwise every arriving frame would also wake the progress thread, and on a two-core machine
   // its wake-up takes the core of the very thread that waits.
   void BeginDriving();
-  void EndDriving();
+  // satisfied: the driver got what it waited for (so it may well wait again soon).
+  void EndDriving(bool satisfied);
   // Whether the progress thread's sleep watches the event set (drivers take it while they poll).
   void WatchEventSet(bool watch);
   std::atomic<int> drive_micros_{kDefaultDriveMicros};
@@ -135,6 +153,17 @@ class ProgressEngine : public CompletionDriver {
   // read by drivers while drivers_ > 0).
   bool event_set_taken_ = false;
   std::atomic<bool> pollers_only_{false};
+  // Lazy pollers (Poller::ArmsLazily), guarded by drivers_mutex_: whether they are armed (true
+  // when there are none), and until when they stay disarmed after a satisfied wait.
+  bool lazy_armed_ = true;
+  std::int64_t lazy_until_ns_ = 0;
+  std::int64_t lazy_window_ns_ = 0;   // how long after a receive; grows while receives go on
+  std::int64_t lazy_checked_ns_ = 0;  // when the progress thread last found the window open
+  static constexpr std::int64_t kMaxLazyWindowNs = 1'000'000;
+  // When the progress thread's sleep ends at the latest (monotonic ns; INT64_MAX: only on an
+  // event); 0 while it is awake and will look at lazy_until_ns_ before sleeping again. A driver
+  // that leaves lazy pollers disarmed wakes it only when it would sleep past their grace.
+  std::atomic<std::int64_t> wakes_by_ns_{0};
 
   std::mutex pollers_mutex_;
   std::vector<Poller*> pollers_;

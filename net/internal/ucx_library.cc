@@ -36,6 +36,7 @@ Loaded Load() {
   UcxLibrary& ucx = loaded.library;
   find(ucx.config_read, "ucp_config_read");
   find(ucx.config_release, "ucp_config_release");
+  find(ucx.config_modify, "ucp_config_modify");
   find(ucx.init_version, "ucp_init_version");
   find(ucx.cleanup, "ucp_cleanup");
   find(ucx.worker_create, "ucp_worker_create");

@@ -13,6 +13,7 @@ namespace lmdx::net::internal {
 struct UcxLibrary {
   decltype(&::ucp_config_read) config_read;
   decltype(&::ucp_config_release) config_release;
+  decltype(&::ucp_config_modify) config_modify;
   decltype(&::ucp_init_version) init_version;
   decltype(&::ucp_cleanup) cleanup;
   decltype(&::ucp_worker_create) worker_create;

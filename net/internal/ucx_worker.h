@@ -41,6 +41,10 @@ class UcxWorker {
   std::size_t max_am_header_ = 0;
 };
 
+// Whether UCX_TLS lets UCX reach a peer on this host through shared memory (unset, "all", an
+// exclusion list that spares them, or a list naming sm, posix, sysv, cma, xpmem or knem).
+bool UcxMayUseSharedMemory();
+
 // "step: UCX's text for status", for errors and log lines.
 std::string UcxStatusText(std::string_view step, ucs_status_t status);
 

@@ -1,0 +1,143 @@
+#include "net/progress_engine.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "net/completion.h"
+
+namespace lmdx::net {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+// Memory a peer writes, as the engine sees a ring or a UCX worker: a frame is "waiting" until a
+// poll takes it, and while armed the poller must report waiting frames. Taking a frame signals
+// the completion the test waits on.
+class FramePoller : public ProgressEngine::Poller {
+ public:
+  explicit FramePoller(bool lazy) : lazy_(lazy) {}
+
+  void Arrive(Completion* completion) {
+    std::lock_guard lock(mutex_);
+    waiting_ = completion;
+  }
+  bool armed() const { return armed_.load(); }
+  int arms() const { return arms_.load(); }
+
+  bool Poll() override {
+    Completion* completion;
+    {
+      std::lock_guard lock(mutex_);
+      completion = waiting_;
+      waiting_ = nullptr;
+    }
+    if (completion == nullptr) return false;
+    completion->Signal();
+    return true;
+  }
+  bool Arm() override {
+    armed_ = true;
+    ++arms_;
+    std::lock_guard lock(mutex_);
+    return waiting_ != nullptr;
+  }
+  void Disarm() override { armed_ = false; }
+  bool ArmsLazily() const override { return lazy_; }
+
+ private:
+  const bool lazy_;
+  std::atomic<bool> armed_{false};
+  std::atomic<int> arms_{0};
+  std::mutex mutex_;
+  Completion* waiting_ = nullptr;
+};
+
+// True once predicate holds, false when it still does not after a generous while.
+template <typename Predicate>
+bool Eventually(Predicate predicate) {
+  auto deadline = steady_clock::now() + std::chrono::seconds(10);
+  while (!predicate()) {
+    if (steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  return true;
+}
+
+class ProgressEngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    engine_.AddPoller(&lazy_);
+    engine_.AddPoller(&eager_);
+    engine_.Start();
+    engine_.Post([] {});  // the progress thread arms every poller before it sleeps
+    ASSERT_TRUE(Eventually([&] { return lazy_.armed() && eager_.armed(); }));
+  }
+  void TearDown() override {
+    engine_.Stop();
+    engine_.RemovePoller(&lazy_);
+    engine_.RemovePoller(&eager_);
+  }
+
+  // A waiter drives the engine until the frame that arrives on `poller` completes its wait.
+  void WaitFor(FramePoller& poller, bool in_bursts) {
+    Completion done;
+    if (in_bursts) done.SetWaitsInBursts();
+    poller.Arrive(&done);
+    engine_.DriveBriefly(done);
+    bool by_driver = done.done();
+    done.Wait();  // also lets a signaller on the progress thread leave `done` before it goes
+    ASSERT_TRUE(by_driver) << "the waiter did not take its own frame";
+  }
+
+  ProgressEngine engine_;
+  FramePoller lazy_{/*lazy=*/true};
+  FramePoller eager_{/*lazy=*/false};
+};
+
+TEST_F(ProgressEngineTest, AReceiveLeavesLazyPollersDisarmedUntilTheProgressThreadArmsThem) {
+  WaitFor(eager_, /*in_bursts=*/true);
+  EXPECT_FALSE(lazy_.armed()) << "armed right after a receive: its system calls were not spared";
+  EXPECT_TRUE(eager_.armed()) << "a ring must signal as soon as nobody polls it";
+  EXPECT_TRUE(Eventually([&] { return lazy_.armed(); }))
+      << "nobody armed the lazy poller after its window: its frames would go unheard";
+}
+
+TEST_F(ProgressEngineTest, ARequestsAnswerArmsEveryPollerAtOnce) {
+  // A page or a lock lets the program compute on: a request to this node must wake it now.
+  WaitFor(eager_, /*in_bursts=*/false);
+  EXPECT_TRUE(lazy_.armed());
+  EXPECT_TRUE(eager_.armed());
+}
+
+TEST_F(ProgressEngineTest, AWaiterWhoseBudgetRunsOutArmsEveryPoller) {
+  Completion never;
+  never.SetWaitsInBursts();
+  engine_.DriveBriefly(never);  // nothing arrives: the budget runs out and the waiter sleeps
+  EXPECT_TRUE(lazy_.armed());
+  EXPECT_TRUE(eager_.armed());
+}
+
+TEST_F(ProgressEngineTest, AFrameThatArrivesWhileLazyPollersAreDisarmedIsStillDelivered) {
+  WaitFor(lazy_, /*in_bursts=*/true);
+  ASSERT_FALSE(lazy_.armed());
+  // Nobody polls now; the next frame must reach its waiter through the progress thread.
+  Completion later;
+  lazy_.Arrive(&later);
+  EXPECT_TRUE(later.WaitFor(std::chrono::seconds(10))) << "a frame went unheard";
+}
+
+TEST_F(ProgressEngineTest, AConversationDoesNotArmTheLazyPollerBetweenItsMessages) {
+  int arms_before = lazy_.arms();
+  for (int i = 0; i < 200; ++i) WaitFor(lazy_, /*in_bursts=*/true);
+  // Each receive used to arm it on the way out (200 arms). The progress thread may arm it when
+  // one of its windows passes with no receive (a descheduled test thread), but not per message.
+  EXPECT_LT(lazy_.arms() - arms_before, 150);
+}
+
+}  // namespace
+}  // namespace lmdx::net
