@@ -269,22 +269,25 @@ std::int64_t ProgressEngine::PrepareSleepLocked(std::int64_t timeout_ns) {
   // The lazy pollers stay disarmed while a conversation goes on: a thread drives now, or one
   // received within the window.
   bool conversing = !lazy_armed_ && LazyGraceNs() > 0 && (drivers_ != 0 || now < lazy_until_ns_);
-  if (conversing) {
-    if (now >= lazy_checked_ns_ + lazy_window_ns_) {
-      lazy_window_ns_ = std::min(2 * std::max(lazy_window_ns_, LazyGraceNs()), kMaxLazyWindowNs);
-    }
-    lazy_checked_ns_ = now;
+  if (conversing && lazy_deadline_ns_ != 0 && now >= lazy_deadline_ns_) {
+    // This thread slept a window out and the conversation still goes on.
+    lazy_window_ns_ = std::min(2 * std::max(lazy_window_ns_, LazyGraceNs()), kMaxLazyWindowNs);
   }
+  lazy_deadline_ns_ = 0;
   if (drivers_ != 0) {
     // The drivers poll; the last to leave arms what must be. When it leaves lazy pollers
     // disarmed, this thread must look again within their window: it sleeps that long rather
     // than be woken by a system call of the leaving driver.
-    if (conversing) shorten_to(std::max(lazy_window_ns_, LazyGraceNs()));
+    if (conversing) {
+      shorten_to(std::max(lazy_window_ns_, LazyGraceNs()));
+      lazy_deadline_ns_ = now + timeout_ns;
+    }
   } else {
     // Nobody drives: writers to this node's rings must signal before this thread sleeps.
     if (ArmPollers(Which::kEager)) timeout_ns = 0;
     if (conversing) {
       shorten_to(lazy_until_ns_ - now);
+      lazy_deadline_ns_ = now + timeout_ns;
     } else {
       if (ArmPollers(Which::kLazy)) timeout_ns = 0;
       lazy_armed_ = true;

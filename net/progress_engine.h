@@ -158,7 +158,7 @@ class ProgressEngine : public CompletionDriver {
   bool lazy_armed_ = true;
   std::int64_t lazy_until_ns_ = 0;
   std::int64_t lazy_window_ns_ = 0;   // how long after a receive; grows while receives go on
-  std::int64_t lazy_checked_ns_ = 0;  // when the progress thread last found the window open
+  std::int64_t lazy_deadline_ns_ = 0;  // the end of the progress thread's sleep for a window
   static constexpr std::int64_t kMaxLazyWindowNs = 1'000'000;
   // When the progress thread's sleep ends at the latest (monotonic ns; INT64_MAX: only on an
   // event); 0 while it is awake and will look at lazy_until_ns_ before sleeping again. A driver
