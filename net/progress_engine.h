@@ -157,7 +157,7 @@ class ProgressEngine : public CompletionDriver {
   // when there are none), and until when they stay disarmed after a satisfied wait.
   bool lazy_armed_ = true;
   std::int64_t lazy_until_ns_ = 0;
-  std::int64_t lazy_window_ns_ = 0;   // how long after a receive; grows while receives go on
+  std::int64_t lazy_window_ns_ = 0;    // how long after a receive; grows while receives go on
   std::int64_t lazy_deadline_ns_ = 0;  // the end of the progress thread's sleep for a window
   static constexpr std::int64_t kMaxLazyWindowNs = 1'000'000;
   // When the progress thread's sleep ends at the latest (monotonic ns; INT64_MAX: only on an
