@@ -34,7 +34,7 @@ struct Board {
   std::function<std::string(std::uint64_t)> user_thread_name;
   std::vector<std::function<void(std::vector<std::string>&)>> describers;
   std::atomic<std::size_t> os_program_threads{0};
-  std::atomic<std::int64_t> last_change_ns{MonotonicNs()};
+  std::atomic<std::int64_t> last_change_ns{CoarseMonotonicNs()};
   std::atomic<std::int64_t> last_traffic_ns{0};
   std::unordered_map<std::uint64_t, int> os_threads;  // program OS threads: key -> thread id
 };
@@ -57,7 +57,7 @@ struct ProgramThreadMark {
     Board& board = TheBoard();
     board.os_program_threads.fetch_sub(1, std::memory_order_relaxed);
     // A change like a wait's: the others' quiet starts again from here.
-    board.last_change_ns.store(MonotonicNs(), std::memory_order_relaxed);
+    board.last_change_ns.store(CoarseMonotonicNs(), std::memory_order_relaxed);
     std::lock_guard lock(board.mutex);
     board.os_threads.erase(key);
   }
@@ -93,7 +93,7 @@ Waiting::Waiting(const WaitReason* reason) : reason_(reason) {
   bool user_level = OnUserLevelThread();
   if (!user_level && !program_thread_mark.counted) return;
   thread_ = CurrentThreadKey();
-  since_ns_ = MonotonicNs();
+  since_ns_ = CoarseMonotonicNs();
   Board& board = TheBoard();
   std::lock_guard lock(board.mutex);
   next_ = board.first;
@@ -111,7 +111,7 @@ Waiting::~Waiting() {
   (prev_ != nullptr ? prev_->next_ : board.first) = next_;
   if (next_ != nullptr) next_->prev_ = prev_;
   --board.waiting;
-  board.last_change_ns.store(MonotonicNs(), std::memory_order_relaxed);
+  board.last_change_ns.store(CoarseMonotonicNs(), std::memory_order_relaxed);
 }
 
 void NoteProgramThread() {
@@ -122,7 +122,7 @@ void NoteProgramThread() {
   mark.key = CurrentThreadKey();
   Board& board = TheBoard();
   board.os_program_threads.fetch_add(1, std::memory_order_relaxed);
-  board.last_change_ns.store(MonotonicNs(), std::memory_order_relaxed);
+  board.last_change_ns.store(CoarseMonotonicNs(), std::memory_order_relaxed);
   std::lock_guard lock(board.mutex);
   board.os_threads[mark.key] = mark.os_thread;
 }
@@ -169,7 +169,9 @@ void AddDescriber(std::function<void(std::vector<std::string>& lines)> describe)
   board.describers.push_back(std::move(describe));
 }
 
-void NoteTraffic() { TheBoard().last_traffic_ns.store(MonotonicNs(), std::memory_order_relaxed); }
+void NoteTraffic() {
+  TheBoard().last_traffic_ns.store(CoarseMonotonicNs(), std::memory_order_relaxed);
+}
 
 Snapshot Take() {
   Board& board = TheBoard();
@@ -194,7 +196,7 @@ Snapshot Take() {
     user_threads = board.user_threads;
     describers = board.describers;
   }
-  std::int64_t now = MonotonicNs();
+  std::int64_t now = CoarseMonotonicNs();
   snapshot.program_threads = board.os_program_threads.load(std::memory_order_relaxed) +
                              (user_threads ? user_threads() : 0);
   // Oldest wait first reads best.
