@@ -175,6 +175,7 @@ void ShmTransport::Track(const ConnectionPtr& connection) {
   connections_.insert(connection);
   polled_ =
       std::make_shared<const std::vector<ConnectionPtr>>(connections_.begin(), connections_.end());
+  polled_version_.fetch_add(1, std::memory_order_release);
 }
 
 void ShmTransport::Send(int dest, OutgoingMessage message, bool may_block) {
@@ -412,34 +413,40 @@ void ShmTransport::OnClosed(const ConnectionPtr& connection, const std::string& 
     if (connections_.erase(connection) > 0) {
       polled_ = std::make_shared<const std::vector<ConnectionPtr>>(connections_.begin(),
                                                                    connections_.end());
+      polled_version_.fetch_add(1, std::memory_order_release);
     }
     if (closing_) return;
   }
   host_.OnPeerLost(connection->peer_rank(), connection->label() + ": " + why);
 }
 
-std::shared_ptr<const std::vector<ShmTransport::ConnectionPtr>> ShmTransport::PolledConnections() {
-  std::lock_guard lock(mutex_);
-  return polled_;
+// The engine calls Poll, Arm and Disarm one at a time (under its pollers' lock), so the snapshot
+// they walk is theirs alone: it is taken again only when the set of connections changed, and an
+// idle poll costs no lock and no reference count.
+const std::vector<ShmTransport::ConnectionPtr>& ShmTransport::PolledConnections() {
+  std::uint64_t version = polled_version_.load(std::memory_order_acquire);
+  if (version != walked_version_ || walked_ == nullptr) {
+    std::lock_guard lock(mutex_);
+    walked_ = polled_;
+    walked_version_ = polled_version_.load(std::memory_order_relaxed);
+  }
+  return *walked_;
 }
 
 bool ShmTransport::Poll() {
-  auto connections = PolledConnections();
   bool found = false;
-  for (const ConnectionPtr& connection : *connections) found |= connection->Poll();
+  for (const ConnectionPtr& connection : PolledConnections()) found |= connection->Poll();
   return found;
 }
 
 bool ShmTransport::Arm() {
-  auto connections = PolledConnections();
   bool waiting = false;
-  for (const ConnectionPtr& connection : *connections) waiting |= connection->Arm();
+  for (const ConnectionPtr& connection : PolledConnections()) waiting |= connection->Arm();
   return waiting;
 }
 
 void ShmTransport::Disarm() {
-  auto connections = PolledConnections();
-  for (const ConnectionPtr& connection : *connections) connection->Disarm();
+  for (const ConnectionPtr& connection : PolledConnections()) connection->Disarm();
 }
 
 void ShmTransport::Close() {
@@ -450,9 +457,11 @@ void ShmTransport::Close() {
     closing_ = true;
     connections.swap(connections_);
     polled_ = std::make_shared<const std::vector<ConnectionPtr>>();
+    polled_version_.fetch_add(1, std::memory_order_release);
     for (auto& connection : send_to_) connection.reset();
   }
   engine_.RemovePoller(this);
+  walked_.reset();  // no poll runs any more
   {
     // Setups still under way end at once: their sockets are shut down under them, and an
     // acceptor waiting for a free slot gives up.

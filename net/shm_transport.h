@@ -81,8 +81,8 @@ class ShmTransport : public Transport, private ProgressEngine::Poller {
   // The process key names when it is dest's, the process at the other end of the pair's socket;
   // 0 otherwise.
   pid_t PeerProcess(int dest, const std::string& key);
-  // A snapshot of the connections the pollers walk, taken without holding the lock while polling.
-  std::shared_ptr<const std::vector<ConnectionPtr>> PolledConnections();
+  // The connections the pollers walk, as of the last change (see the definition).
+  const std::vector<ConnectionPtr>& PolledConnections();
 
   // ProgressEngine::Poller.
   bool Poll() override;
@@ -119,6 +119,10 @@ class ShmTransport : public Transport, private ProgressEngine::Poller {
   // What pollers walk: replaced, never changed, so a poll copies one pointer under the mutex.
   std::shared_ptr<const std::vector<ConnectionPtr>> polled_;
   bool closing_ = false;
+  std::atomic<std::uint64_t> polled_version_{0};  // bumped with each new polled_
+  // The pollers' own copy of polled_ and its version (only Poll, Arm and Disarm touch these).
+  std::shared_ptr<const std::vector<ConnectionPtr>> walked_;
+  std::uint64_t walked_version_ = 0;
 };
 
 }  // namespace lmdx::net

@@ -81,6 +81,8 @@ class ShmConnection : public std::enable_shared_from_this<ShmConnection> {
   enum class ReadState { kHeader, kBody, kPayload };
 
   void WriteQueued(bool may_block);
+  // Writes a whole frame when the ring has room for it; the caller holds the writer role.
+  bool WriteAlone(Pending& pending);
   bool WaitForRoom();  // application threads; false once closed
   void OnSpace();
   void OnSocket();
