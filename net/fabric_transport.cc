@@ -128,12 +128,13 @@ void FabricTransport::SetJobTable(const wire::JobTable& table) {
   for (const wire::NodeInfo& node : table.nodes()) {
     if (node.rank() == rank_) my_host = node.host();
   }
+  const bool shared_memory_allowed = internal::UcxMayUseSharedMemory();
   for (const wire::NodeInfo& node : table.nodes()) {
     if (node.rank() < 0 || node.rank() >= size_ || node.rank() == rank_) continue;
     peers_[static_cast<std::size_t>(node.rank())]->same_host = node.host() == my_host;
     for (const wire::Endpoint& endpoint : node.endpoints()) {
       if (endpoint.transport() != "fabric") continue;
-      if (node.host() == my_host && internal::UcxMayUseSharedMemory()) {
+      if (node.host() == my_host && shared_memory_allowed) {
         arms_lazily_.store(true, std::memory_order_relaxed);
       }
       std::string address = HexDecode(endpoint.address()).value_or("");

@@ -181,14 +181,16 @@ bool ProgressEngine::PollAll() {
   return found;
 }
 
+bool ProgressEngine::Named(const Poller& poller, Which which) {
+  return which == Which::kAll || poller.ArmsLazily() == (which == Which::kLazy);
+}
+
 bool ProgressEngine::ArmPollers(Which which) {
   if (!have_pollers_.load(std::memory_order_acquire)) return false;
   bool waiting = false;
   std::lock_guard lock(pollers_mutex_);
   for (Poller* poller : pollers_) {
-    if (which == Which::kAll || poller->ArmsLazily() == (which == Which::kLazy)) {
-      waiting |= poller->Arm();
-    }
+    if (Named(*poller, which)) waiting |= poller->Arm();
   }
   return waiting;
 }
@@ -198,10 +200,9 @@ bool ProgressEngine::DisarmPollers(Which which) {
   bool lazy = false;
   std::lock_guard lock(pollers_mutex_);
   for (Poller* poller : pollers_) {
-    if (which == Which::kAll || poller->ArmsLazily() == (which == Which::kLazy)) {
-      poller->Disarm();
-      lazy |= poller->ArmsLazily();
-    }
+    if (!Named(*poller, which)) continue;
+    poller->Disarm();
+    lazy |= poller->ArmsLazily();
   }
   return lazy;
 }

@@ -113,6 +113,7 @@ class ProgressEngine : public CompletionDriver {
   // Polls every poller; caller holds dispatch_mutex_. True when any found something.
   bool PollAll();
   enum class Which { kEager, kLazy, kAll };  // pollers by ArmsLazily()
+  static bool Named(const Poller& poller, Which which);
   // Arms the pollers named; true when one has something waiting.
   bool ArmPollers(Which which);
   // True when a lazy poller was among those disarmed.
