@@ -55,10 +55,23 @@ Ring RingAt(void* mapping, std::uint64_t capacity, int index) {
   return Ring(control, data, capacity);
 }
 
+void* CellsAt(void* mapping, std::uint64_t capacity, int index) {
+  return static_cast<std::uint8_t*>(mapping) + kSegmentHeaderSize + 2 * kControlSize +
+         2 * capacity + index * CellRing::kAreaSize;
+}
+
+// Copies a frame's header, body and payload, in that order, through put(data, size).
+template <typename Put>
+void CopyFrame(const std::uint8_t* header, const OutgoingMessage& message, Put put) {
+  put(header, kFrameHeaderSize);
+  if (!message.body.empty()) put(message.body.data(), message.body.size());
+  if (message.payload.size > 0) put(message.payload.data, message.payload.size);
+}
+
 }  // namespace
 
 std::size_t SegmentSize(std::uint64_t capacity) {
-  return kSegmentHeaderSize + 2 * kControlSize + 2 * capacity;
+  return kSegmentHeaderSize + 2 * kControlSize + 2 * capacity + 2 * CellRing::kAreaSize;
 }
 
 void* MapSegment(int fd, std::uint64_t capacity, bool initialize, std::size_t* size) {
@@ -67,7 +80,7 @@ void* MapSegment(int fd, std::uint64_t capacity, bool initialize, std::size_t* s
   if (mapping == MAP_FAILED) ThrowSystemError("shm: mmap", errno, LMDX_ERR_NETWORK);
   auto* header = static_cast<SegmentHeader*>(mapping);
   if (initialize) {
-    std::memcpy(header->magic, "LMDXSHM1", 8);
+    std::memcpy(header->magic, "LMDXSHM2", 8);
     header->capacity = capacity;
     for (int index = 0; index < 2; ++index) {
       auto* control =
@@ -75,8 +88,9 @@ void* MapSegment(int fd, std::uint64_t capacity, bool initialize, std::size_t* s
               RingControl();
       // Armed from the start: until a thread of the reader polls this ring, writes signal.
       control->reader_asleep.store(1, std::memory_order_relaxed);
+      CellRing::Initialize(CellsAt(mapping, capacity, index));
     }
-  } else if (std::memcmp(header->magic, "LMDXSHM1", 8) != 0 || header->capacity != capacity) {
+  } else if (std::memcmp(header->magic, "LMDXSHM2", 8) != 0 || header->capacity != capacity) {
     ::munmap(mapping, *size);
     throw Error(LMDX_ERR_NETWORK, "shm: the segment is not an LMDX ring segment");
   }
@@ -107,6 +121,8 @@ void ShmConnection::Establish(ShmSetup setup) {
   std::uint64_t capacity = static_cast<SegmentHeader*>(setup_.mapping)->capacity;
   out_ = RingAt(setup_.mapping, capacity, setup_.creator ? 0 : 1);
   in_ = RingAt(setup_.mapping, capacity, setup_.creator ? 1 : 0);
+  out_cells_ = CellRing(CellsAt(setup_.mapping, capacity, setup_.creator ? 0 : 1));
+  in_cells_ = CellRing(CellsAt(setup_.mapping, capacity, setup_.creator ? 1 : 0));
   // Ready before the eventfd is registered: a signal that came earlier is reported at once, and
   // its Poll must find the rings.
   ready_.store(true, std::memory_order_release);
@@ -137,7 +153,8 @@ bool ShmConnection::Arm() {
   if (!ready_.load(std::memory_order_acquire) || closed_flag_.load(std::memory_order_relaxed)) {
     return false;
   }
-  return in_.ArmReader();
+  // ArmReader's fence orders the flag before the look at the cells too.
+  return in_.ArmReader() || in_cells_.Peek() != nullptr;
 }
 
 void ShmConnection::Disarm() {
@@ -148,8 +165,12 @@ bool ShmConnection::Poll() {
   if (!ready_.load(std::memory_order_acquire) || closed_flag_.load(std::memory_order_relaxed)) {
     return false;
   }
+  // The ring's head is read before the cells: a frame written to the ring after a cell is seen
+  // only with that cell, and the writer fills a cell only once the ring is empty, so cells taken
+  // now come before every frame up to this head and after every frame taken earlier.
   std::uint64_t available = in_.Available();
-  if (available == 0) return false;
+  bool found = TakeCells();
+  if (available == 0 || closed_flag_.load(std::memory_order_relaxed)) return found;
   auto self = shared_from_this();  // a handler may close this connection
   std::uint64_t budget = kReadBudget;
   std::uint64_t taken = 0;  // read but not yet handed back to the writer
@@ -169,6 +190,7 @@ bool ShmConnection::Poll() {
     if (available == taken) {
       give_back();
       available = in_.Available();
+      TakeCells();
       if (available == 0) break;
     }
     if (closed_flag_.load(std::memory_order_relaxed)) return true;
@@ -212,6 +234,50 @@ bool ShmConnection::Poll() {
     budget -= std::min(budget, take);
   }
   give_back();
+  return true;
+}
+
+bool ShmConnection::TakeCells() {
+  const std::uint8_t* bytes = in_cells_.Peek();
+  if (bytes == nullptr) return false;
+  auto self = shared_from_this();  // a handler may close this connection
+  // At most a ring's worth per call, so that a peer that keeps writing cannot hold the poll.
+  for (std::uint32_t count = 0; bytes != nullptr && count < CellRing::kCells; ++count) {
+    if (closed_flag_.load(std::memory_order_relaxed) || !DeliverCell(bytes)) return true;
+    in_cells_.Take();
+    bytes = in_cells_.Peek();
+  }
+  in_cells_.Release();
+  return true;
+}
+
+bool ShmConnection::DeliverCell(const std::uint8_t* bytes) {
+  std::string error;
+  auto header = CheckIncomingHeader(bytes, peer_rank_, my_rank_, "the segment shared", &error);
+  if (!header) {
+    Close(error);
+    return false;
+  }
+  std::uint64_t body_length = header->body_length;
+  std::uint64_t payload_length = header->payload_length;
+  if (body_length + payload_length > CellRing::kFrameBytes - kFrameHeaderSize) {
+    Close("malformed frame: its header gives a body of " + std::to_string(body_length) +
+          " bytes and a payload of " + std::to_string(payload_length) +
+          " bytes, more than the cell of the segment shared holds");
+    return false;
+  }
+  InboundMessage message;
+  message.header = *header;
+  const std::uint8_t* body = bytes + kFrameHeaderSize;
+  message.body.assign(reinterpret_cast<const char*>(body), body_length);
+  if (payload_length > 0) {
+    if (!PreparePayload(host_, message, &error)) {
+      Close(error);
+      return false;
+    }
+    std::memcpy(message.payload, body + body_length, payload_length);
+  }
+  host_.OnMessage(std::move(message));
   return true;
 }
 
@@ -279,21 +345,30 @@ void ShmConnection::Send(OutgoingMessage message, bool may_block) {
   WriteQueued(may_block);
 }
 
-// The common case of a small frame to an idle connection: straight into the ring, without the
+// The common case of a frame to an idle connection: straight into a cell or the ring, without the
 // queue and its batch (a ping-pong's half round trip is well under a microsecond, and the queue's
 // locks, moves and allocations were a good part of it). False when the ring lacks room for it.
+//
+// A frame that fits a cell goes into one when the reader has taken everything written to the ring
+// (checked in that order: the ring's tail is a line of the reader's), which keeps the pair's order
+// (see Poll); otherwise it takes the ring after the others.
 bool ShmConnection::WriteAlone(Pending& pending) {
-  if (out_.Room() < pending.total) return false;
   std::uint64_t put = 0;
-  auto add = [&](const void* base, std::uint64_t size) {
-    if (size == 0) return;
-    out_.Put(put, base, size);
-    put += size;
-  };
-  add(pending.header, kFrameHeaderSize);
-  add(pending.message.body.data(), pending.message.body.size());
-  add(pending.message.payload.data, pending.message.payload.size);
-  if (out_.Publish(put)) Signal(setup_.data_out.get());
+  if (pending.total <= CellRing::kFrameBytes && out_cells_.HasRoom() && out_.AllTaken()) {
+    CopyFrame(pending.header, pending.message, [&](const void* data, std::uint64_t size) {
+      out_cells_.Put(put, data, size);
+      put += size;
+    });
+    out_cells_.Publish();
+    if (out_.ReaderMustBeSignalled()) Signal(setup_.data_out.get());
+  } else {
+    if (out_.Room() < pending.total) return false;
+    CopyFrame(pending.header, pending.message, [&](const void* data, std::uint64_t size) {
+      out_.Put(put, data, size);
+      put += size;
+    });
+    if (out_.Publish(put)) Signal(setup_.data_out.get());
+  }
   if (pending.message.on_sent) pending.message.on_sent(true);
   return true;
 }

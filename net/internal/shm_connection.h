@@ -12,6 +12,7 @@
 #include <string>
 
 #include "base/fd.h"
+#include "net/internal/shm_cells.h"
 #include "net/internal/shm_ring.h"
 #include "net/message.h"
 #include "net/progress_engine.h"
@@ -19,10 +20,11 @@
 
 namespace lmdx::net::internal {
 
-// The segment two nodes share: a header, two ring control blocks, then the two rings' data.
-// Ring 0 carries frames from the node that created the segment (the client) to the other.
+// The segment two nodes share: a header, two ring control blocks, the two rings' data, then the
+// two directions' cells. Ring and cells 0 carry frames from the node that created the segment (the
+// client) to the other.
 struct SegmentHeader {
-  char magic[8];  // "LMDXSHM1"
+  char magic[8];  // "LMDXSHM2"
   std::uint64_t capacity;
 };
 constexpr std::size_t kSegmentHeaderSize = 64;
@@ -86,6 +88,10 @@ class ShmConnection : public std::enable_shared_from_this<ShmConnection> {
   bool WaitForRoom();  // application threads; false once closed
   void OnSpace();
   void OnSocket();
+  // Takes the frames waiting in cells; true when there were any.
+  bool TakeCells();
+  // Delivers the frame in a cell; false when it was malformed (the connection is closed).
+  bool DeliverCell(const std::uint8_t* bytes);
   bool OnHeader();
   bool StartPayloadOrDeliver();
   void Deliver();
@@ -99,6 +105,8 @@ class ShmConnection : public std::enable_shared_from_this<ShmConnection> {
   ShmSetup setup_;
   Ring out_;
   Ring in_;
+  CellRing out_cells_;
+  CellRing in_cells_;
   std::atomic<bool> ready_{false};
   std::atomic<pid_t> peer_pid_{0};
   std::atomic<bool> closed_flag_{false};

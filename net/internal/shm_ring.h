@@ -61,9 +61,21 @@ class Ring {
   bool Publish(std::uint64_t size) {
     control_->head.store(control_->head.load(std::memory_order_relaxed) + size,
                          std::memory_order_release);
+    return ReaderMustBeSignalled();
+  }
+  // After the writer made something visible to the reader by a store of its own (a cell,
+  // net/internal/shm_cells.h): true when the reader sleeps and must be signalled.
+  bool ReaderMustBeSignalled() {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     return control_->reader_asleep.load(std::memory_order_relaxed) != 0 &&
            control_->reader_asleep.exchange(0, std::memory_order_acq_rel) != 0;
+  }
+  // True when the reader has taken every byte written: what the writer checks before it puts a
+  // frame anywhere but the ring. The reader's position is read only when the last one seen lags.
+  bool AllTaken() {
+    std::uint64_t head = control_->head.load(std::memory_order_relaxed);
+    if (seen_tail_ != head) seen_tail_ = control_->tail.load(std::memory_order_acquire);
+    return seen_tail_ == head;
   }
   // The writer is going to sleep until there is room for `wanted` bytes, the way `how` says
   // (kSleepsOnFutex, kSleepsOnEventfd); false when there is room already (then it must not).

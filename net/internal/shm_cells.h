@@ -1,0 +1,99 @@
+#ifndef LMDX_NET_INTERNAL_SHM_CELLS_H_
+#define LMDX_NET_INTERNAL_SHM_CELLS_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace lmdx::net::internal {
+
+// A small frame in one cache line: the stamp that says it is written, then the frame's bytes
+// (header, body, payload), as the byte ring would carry them.
+//
+// Why cells beside the byte ring (net/internal/shm_ring.h): a reader of the byte ring learns of a
+// frame from the writer's head index and then reads the frame from another line, and on these VMs
+// each line that moves between cores costs about 300 ns. A reader polling a cell learns of the
+// frame and reads it in the same line: one transfer per small frame, as few as a message between
+// two cores can take.
+struct alignas(64) ShmCell {
+  // The number of the frame in the cells' stream plus one (mod 2^32) once its bytes are written:
+  // a cell left from an earlier lap has a number kCells lower, so no cell needs clearing.
+  std::atomic<std::uint32_t> stamp;
+  std::uint8_t bytes[60];
+};
+static_assert(sizeof(ShmCell) == 64);
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
+
+// How many cells the reader has taken, on a line of its own: the writer reads it only when it
+// runs short of cells, since each read takes the line from the reader's core.
+struct CellControl {
+  alignas(64) std::atomic<std::uint64_t> taken{0};
+};
+
+// One direction's cells: single producer, single consumer, in memory the two processes share.
+// Order with the byte ring is kept by the writer, which puts a frame in a cell only when the
+// reader has taken every byte written to the ring before it (ShmConnection::WriteAlone), and by
+// the reader, which looks at the ring's head before it takes cells (ShmConnection::Poll).
+class CellRing {
+ public:
+  static constexpr std::uint32_t kCells = 128;
+  static constexpr std::size_t kFrameBytes = sizeof(ShmCell::bytes);
+  // The control line, then the cells.
+  static constexpr std::size_t kAreaSize = 64 + kCells * sizeof(ShmCell);
+
+  CellRing() = default;
+  // area: kAreaSize bytes, 64-byte aligned, zero or as a peer left it.
+  explicit CellRing(void* area)
+      : control_(static_cast<CellControl*>(area)),
+        cells_(reinterpret_cast<ShmCell*>(static_cast<std::uint8_t*>(area) + 64)) {}
+  static void Initialize(void* area) { new (area) CellControl(); }
+
+  // Writer side. True when a cell is free; the reader's count is read again only when fewer
+  // than a quarter of the cells seem free.
+  bool HasRoom() {
+    if (written_ - seen_taken_ > kCells - kCells / 4) {
+      seen_taken_ = control_->taken.load(std::memory_order_acquire);
+    }
+    return written_ - seen_taken_ < kCells;
+  }
+  // Copies size bytes at offset into the next cell (offset + size <= kFrameBytes).
+  void Put(std::size_t offset, const void* data, std::size_t size) {
+    std::memcpy(Cell(written_).bytes + offset, data, size);
+  }
+  // The next cell's bytes are all there: the reader may take it.
+  void Publish() {
+    Cell(written_).stamp.store(Stamp(written_), std::memory_order_release);
+    ++written_;
+  }
+
+  // Reader side. The next frame's bytes, or nullptr while its cell is not written.
+  const std::uint8_t* Peek() const {
+    const ShmCell& cell = Cell(next_);
+    if (cell.stamp.load(std::memory_order_acquire) != Stamp(next_)) return nullptr;
+    return cell.bytes;
+  }
+  // The frame Peek gave is done with; Release hands its cell back to the writer.
+  void Take() { ++next_; }
+  void Release() {
+    if (control_->taken.load(std::memory_order_relaxed) != next_) {
+      control_->taken.store(next_, std::memory_order_release);
+    }
+  }
+
+ private:
+  static std::uint32_t Stamp(std::uint64_t number) {
+    return static_cast<std::uint32_t>(number + 1);
+  }
+  ShmCell& Cell(std::uint64_t number) const { return cells_[number % kCells]; }
+
+  CellControl* control_ = nullptr;
+  ShmCell* cells_ = nullptr;
+  std::uint64_t written_ = 0;     // writer: frames written
+  std::uint64_t seen_taken_ = 0;  // writer: the reader's count when last read
+  std::uint64_t next_ = 0;        // reader: frames taken
+};
+
+}  // namespace lmdx::net::internal
+
+#endif  // LMDX_NET_INTERNAL_SHM_CELLS_H_

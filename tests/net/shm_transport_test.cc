@@ -1,0 +1,139 @@
+// The shared-memory transport's frame order with two transports in one process as ranks 0 and 1:
+// small frames travel in cells and the others in the byte ring (net/internal/shm_cells.h), and
+// whatever the mix, every frame arrives once, whole, in the order it was sent.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "net/internal/shm_cells.h"
+#include "net/progress_engine.h"
+#include "net/shm_transport.h"
+#include "net/wire.h"
+#include "tests/net/in_process_host.h"
+
+namespace lmdx::net {
+namespace {
+
+using Rank = InProcessRank<ShmTransport>;
+
+// The body of every test frame: which sender thread and its frame's number.
+struct Stamp {
+  std::uint32_t thread;
+  std::uint32_t number;
+};
+
+std::uint8_t PatternByte(std::uint32_t thread, std::uint32_t number, std::size_t at) {
+  return static_cast<std::uint8_t>(thread * 131 + number * 7 + at * 13);
+}
+
+class ShmTransportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // A ring of 4 KiB: large frames stream through it in many pieces and laps.
+    ::setenv("LMDX_SHM_RING_KIB", "4", 1);
+    const std::string job = "shm-order-" + std::to_string(::getpid());
+    StartPair(ranks_, [&](ProgressEngine& engine, RecordingHost& host, int rank) {
+      return std::make_unique<ShmTransport>(engine, host, TestSecret(), rank, 2, job);
+    });
+    ::unsetenv("LMDX_SHM_RING_KIB");
+  }
+  void TearDown() override { StopPair(ranks_); }
+
+  // Sends count frames from rank 0 as thread `thread`, payload sizes drawn from sizes.
+  void SendFrames(std::uint32_t thread, std::uint32_t count, const std::vector<std::size_t>& sizes,
+                  std::vector<std::size_t>* sent_sizes) {
+    std::mt19937 random(thread + 1);
+    for (std::uint32_t number = 0; number < count; ++number) {
+      std::size_t size = sizes[random() % sizes.size()];
+      auto payload = std::make_shared<std::vector<std::uint8_t>>(size);
+      for (std::size_t at = 0; at < size; ++at) (*payload)[at] = PatternByte(thread, number, at);
+      OutgoingMessage message;
+      message.header.type = MessageType::kRaw;
+      message.header.source = 0;
+      message.header.destination = 1;
+      Stamp stamp{thread, number};
+      message.body.assign(reinterpret_cast<const char*>(&stamp), sizeof stamp);
+      message.payload = Payload{payload->data(), size, payload};
+      ranks_[0].transport->Send(1, std::move(message), /*may_block=*/true);
+      sent_sizes->push_back(size);
+    }
+  }
+
+  // Checks that the frames of each sender thread arrived in order, whole and unchanged.
+  static void ExpectInOrder(const std::vector<InboundMessage>& got,
+                            const std::vector<std::vector<std::size_t>>& sent_sizes) {
+    std::vector<std::uint32_t> next(sent_sizes.size(), 0);
+    for (const InboundMessage& message : got) {
+      ASSERT_EQ(message.body.size(), sizeof(Stamp));
+      Stamp stamp;
+      std::memcpy(&stamp, message.body.data(), sizeof stamp);
+      ASSERT_LT(stamp.thread, sent_sizes.size());
+      ASSERT_EQ(stamp.number, next[stamp.thread]) << "thread " << stamp.thread;
+      std::size_t size = sent_sizes[stamp.thread][stamp.number];
+      ASSERT_EQ(message.header.payload_length, size) << "frame " << stamp.number;
+      for (std::size_t at = 0; at < size; ++at) {
+        ASSERT_EQ(message.payload[at], PatternByte(stamp.thread, stamp.number, at))
+            << "frame " << stamp.number << " byte " << at;
+      }
+      ++next[stamp.thread];
+    }
+    for (std::size_t thread = 0; thread < sent_sizes.size(); ++thread) {
+      EXPECT_EQ(next[thread], sent_sizes[thread].size()) << "thread " << thread;
+    }
+  }
+
+  Rank ranks_[2];
+};
+
+constexpr std::size_t kCellPayload =
+    internal::CellRing::kFrameBytes - kFrameHeaderSize - sizeof(Stamp);
+
+// Cell-sized frames mixed with frames just too big for a cell and frames many times the ring:
+// a cell must never overtake a frame still in the ring, nor a frame in the ring a cell.
+TEST_F(ShmTransportTest, CellsAndTheRingKeepTheOrderOfAMix) {
+  std::vector<std::size_t> sizes = {0, 8, kCellPayload, kCellPayload + 1, 100, 3000, 70000};
+  std::vector<std::vector<std::size_t>> sent(1);
+  SendFrames(0, 3000, sizes, &sent[0]);
+  std::vector<InboundMessage> got = ranks_[1].host.Take(3000);
+  ASSERT_EQ(got.size(), 3000u) << ranks_[1].host.lost();
+  ExpectInOrder(got, sent);
+}
+
+// Bursts of small frames only: the cells fill and wrap many times over, and a full set of cells
+// sends the next frames through the ring.
+TEST_F(ShmTransportTest, SmallFramesWrapTheCellsManyTimes) {
+  std::vector<std::vector<std::size_t>> sent(1);
+  SendFrames(0, 50 * internal::CellRing::kCells, {0, 1, 8, kCellPayload}, &sent[0]);
+  std::size_t count = sent[0].size();
+  std::vector<InboundMessage> got = ranks_[1].host.Take(count);
+  ASSERT_EQ(got.size(), count) << ranks_[1].host.lost();
+  ExpectInOrder(got, sent);
+}
+
+// Several threads send at once: each thread's frames keep their order.
+TEST_F(ShmTransportTest, ConcurrentSendersEachKeepTheirOrder) {
+  constexpr std::uint32_t kThreads = 3;
+  constexpr std::uint32_t kFrames = 2000;
+  std::vector<std::vector<std::size_t>> sent(kThreads);
+  std::vector<std::thread> senders;
+  for (std::uint32_t thread = 0; thread < kThreads; ++thread) {
+    senders.emplace_back([&, thread] {
+      SendFrames(thread, kFrames, {0, 8, kCellPayload, 200, 5000}, &sent[thread]);
+    });
+  }
+  for (std::thread& sender : senders) sender.join();
+  std::vector<InboundMessage> got = ranks_[1].host.Take(kThreads * kFrames);
+  ASSERT_EQ(got.size(), kThreads * kFrames) << ranks_[1].host.lost();
+  ExpectInOrder(got, sent);
+}
+
+}  // namespace
+}  // namespace lmdx::net
