@@ -89,18 +89,16 @@ class Completion {
   // reason names the wait in a hang report (net/wait_board.h); it lives as long as the call.
   void Wait(const WaitReason* reason = nullptr) {
     if (DoneAndReleased()) return;
-    wait_board::Waiting waiting(reason);
-    WaitUntilDone();
+    WaitUntilDone(reason);
   }
   // Wait, except that a user-level thread killed while it waits stops waiting and gets false.
   // The caller then withdraws what it waited for (a queued lock request, a posted receive), or,
   // when it is too late for that, waits on with Wait. An OS thread is never interrupted.
   bool WaitUnlessInterrupted(const WaitReason* reason = nullptr) {
     if (DoneAndReleased()) return true;
-    wait_board::Waiting waiting(reason);
-    std::optional<Outcome> parked = ParkedWait(std::nullopt, /*interruptible=*/true);
+    std::optional<Outcome> parked = ParkedWait(std::nullopt, /*interruptible=*/true, reason);
     if (parked) return *parked == Outcome::kDone;
-    WaitUntilDone();
+    WaitUntilDone(reason);
     return true;
   }
   // False when the time ran out first. A user-level thread parks until then; an OS thread polls
@@ -134,9 +132,14 @@ class Completion {
     return true;
   }
 
-  void WaitUntilDone() {
-    if (ParkedWait(std::nullopt, /*interruptible=*/false)) return;
+  // A wait enters the board (net/wait_board.h) only once its thread stops polling and sleeps or
+  // parks: a wait that ends while its thread polls, as most message waits do, never blocked, and
+  // entering costs two trips through the board's lock.
+  void WaitUntilDone(const WaitReason* reason) {
+    if (ParkedWait(std::nullopt, /*interruptible=*/false, reason)) return;
     DriveBriefly();
+    if (DoneAndReleased()) return;
+    wait_board::Waiting waiting(reason);
     std::unique_lock lock(mutex_);
     ready_.wait(lock, [this] { return done(); });
   }
@@ -144,11 +147,14 @@ class Completion {
   // A user-level thread lets the others of its worker run rather than poll the network: it parks
   // until done, the deadline or (when interruptible) its kill. nullopt for a plain OS thread,
   // which waits in the caller's own way.
+  // reason: the untimed wait this is, entered on the board; nullptr for a timed wait.
   std::optional<Outcome> ParkedWait(std::optional<std::chrono::steady_clock::time_point> deadline,
-                                    bool interruptible) {
+                                    bool interruptible, const WaitReason* reason = nullptr) {
     Parking* parking = parking_.load(std::memory_order_acquire);
     void* self = parking != nullptr && !NoParkingScope::active() ? parking->Current() : nullptr;
     if (self == nullptr) return std::nullopt;
+    std::optional<wait_board::Waiting> waiting;
+    if (!deadline) waiting.emplace(reason);
     for (;;) {
       // Asked before the lock: Interrupted takes the threads layer's own lock.
       bool interrupted = interruptible && parking->Interrupted();

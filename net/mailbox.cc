@@ -45,6 +45,25 @@ Mailbox::SourceOrder& Mailbox::OrderOf(int source) {
   return sources_[index];
 }
 
+void Mailbox::Post(Posted* posted) {
+  posted->listed = true;
+  posted->prev = last_posted_;
+  posted->next = nullptr;
+  (last_posted_ != nullptr ? last_posted_->next : first_posted_) = posted;
+  last_posted_ = posted;
+}
+
+void Mailbox::Unlist(Posted* posted) {
+  (posted->prev != nullptr ? posted->prev->next : first_posted_) = posted->next;
+  (posted->next != nullptr ? posted->next->prev : last_posted_) = posted->prev;
+  posted->listed = false;
+}
+
+void Mailbox::Complete(Posted* posted) {
+  Unlist(posted);
+  posted->done.Signal();
+}
+
 Mailbox::Result Mailbox::Receive(int source, int tag, void* buffer, std::size_t capacity,
                                  bool wait) {
   Posted posted(source, tag, static_cast<std::uint8_t*>(buffer), capacity);
@@ -61,15 +80,14 @@ Mailbox::Result Mailbox::Receive(int source, int tag, void* buffer, std::size_t 
       return result;
     }
     if (!wait) return Result{1, -1, -1, 0, {}};
-    posted_.push_back(&posted);
+    Post(&posted);
     posted.done.SetWaitsInBursts();
   }
   WaitReason reason{"lmdx_recv", {}, source};
   if (!posted.done.WaitUnlessInterrupted(&reason)) {
     std::lock_guard lock(mutex_);
-    auto it = std::find(posted_.begin(), posted_.end(), &posted);
-    if (it != posted_.end() && !posted.claimed) {
-      posted_.erase(it);
+    if (posted.listed && !posted.claimed) {
+      Unlist(&posted);
       return Result{LMDX_ERR_SHUTDOWN, -1, -1, 0, "the thread was killed while it waited"};
     }
     // A message is being read into the buffer already: the receive completes.
@@ -85,7 +103,7 @@ std::uint8_t* Mailbox::Place(const FrameHeader& header, const std::string& body)
   // A message that overtook an earlier one of its source (it came over another network) waits in
   // a buffer of its own until the earlier one has been matched.
   if (OrderOf(header.source).next != raw->sequence) return nullptr;
-  for (Posted* posted : posted_) {
+  for (Posted* posted = first_posted_; posted != nullptr; posted = posted->next) {
     if (posted->claimed || !Matches(posted->source, posted->tag, header.source, raw->tag)) {
       continue;
     }
@@ -103,8 +121,7 @@ std::uint8_t* Mailbox::Place(const FrameHeader& header, const std::string& body)
 void Mailbox::DeliverInOrder(Queued queued) {
   int source = queued.message.header.source;
   std::size_t length = static_cast<std::size_t>(queued.message.header.payload_length);
-  for (auto it = posted_.begin(); it != posted_.end(); ++it) {
-    Posted* posted = *it;
+  for (Posted* posted = first_posted_; posted != nullptr; posted = posted->next) {
     if (posted->claimed || !Matches(posted->source, posted->tag, source, queued.tag)) continue;
     if (length > posted->capacity) {
       posted->result = Truncated(source, queued.tag, length, posted->capacity);
@@ -113,8 +130,7 @@ void Mailbox::DeliverInOrder(Queued queued) {
       if (length > 0) std::memcpy(posted->buffer, queued.message.payload, length);
       posted->result = Result{LMDX_OK, source, queued.tag, length, {}};
     }
-    posted_.erase(it);
-    posted->done.Signal();
+    Complete(posted);
     return;
   }
   unexpected_.push_back(std::move(queued));
@@ -133,13 +149,11 @@ void Mailbox::Deliver(InboundMessage message) {
   SourceOrder& order = OrderOf(source);
   if (message.payload_placed) {
     // Place gave this message a posted receive's buffer: that receive is complete.
-    for (auto it = posted_.begin(); it != posted_.end(); ++it) {
-      Posted* posted = *it;
+    for (Posted* posted = first_posted_; posted != nullptr; posted = posted->next) {
       if (!posted->claimed || posted->buffer != message.payload) continue;
       posted->result = Result{
           LMDX_OK, source, raw->tag, static_cast<std::size_t>(message.header.payload_length), {}};
-      posted_.erase(it);
-      posted->done.Signal();
+      Complete(posted);
       break;
     }
   } else if (raw->sequence != order.next) {
@@ -163,19 +177,17 @@ void Mailbox::Deliver(InboundMessage message) {
 
 void Mailbox::FailSource(int source, const std::string& why) {
   std::lock_guard lock(mutex_);
-  for (auto it = posted_.begin(); it != posted_.end();) {
-    Posted* posted = *it;
+  for (Posted* posted = first_posted_; posted != nullptr;) {
+    Posted* next = posted->next;
     bool waits_on_source =
         posted->claimed ? posted->claimed_by == source : posted->source == source;
-    if (!waits_on_source) {
-      ++it;
-      continue;
+    if (waits_on_source) {
+      posted->result.code = LMDX_ERR_PEER_LOST;
+      posted->result.source = source;
+      posted->result.error = why;
+      Complete(posted);
     }
-    posted->result.code = LMDX_ERR_PEER_LOST;
-    posted->result.source = source;
-    posted->result.error = why;
-    it = posted_.erase(it);
-    posted->done.Signal();
+    posted = next;
   }
 }
 

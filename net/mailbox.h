@@ -4,7 +4,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <list>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -72,6 +71,11 @@ class Mailbox {
     int claimed_by = -1;
     Result result;
     Completion done;
+    // In the posted list: linked through the receives themselves, which live on their callers'
+    // stacks, so that posting one allocates nothing.
+    bool listed = false;
+    Posted* prev = nullptr;
+    Posted* next = nullptr;
   };
   struct Queued {
     InboundMessage message;
@@ -89,10 +93,15 @@ class Mailbox {
   static Result Truncated(int source, int tag, std::size_t length, std::size_t capacity);
   SourceOrder& OrderOf(int source);    // callers hold mutex_
   void DeliverInOrder(Queued queued);  // callers hold mutex_
+  void Post(Posted* posted);           // appends; callers hold mutex_
+  // Takes posted out of the list and signals its waiter; callers hold mutex_.
+  void Complete(Posted* posted);
+  void Unlist(Posted* posted);  // callers hold mutex_
 
   std::mutex mutex_;
   std::deque<Queued> unexpected_;
-  std::list<Posted*> posted_;         // in posting order
+  Posted* first_posted_ = nullptr;  // in posting order
+  Posted* last_posted_ = nullptr;
   std::vector<SourceOrder> sources_;  // by rank, grown on demand
 };
 
