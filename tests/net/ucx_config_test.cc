@@ -52,5 +52,23 @@ TEST(UcxConfigTest, SharedMemoryIsAllowedUnlessUcxTlsLeavesItOut) {
   EXPECT_FALSE(MayUseSharedMemory("smx"));  // a name is matched whole
 }
 
+bool ReachesOnlySharedMemory(std::optional<std::string> tls) {
+  UcxTls set(std::move(tls));
+  return UcxReachesOnlySharedMemory();
+}
+
+TEST(UcxConfigTest, OnlySharedMemoryWhenUcxTlsNamesNothingElse) {
+  EXPECT_TRUE(ReachesOnlySharedMemory("sm"));
+  EXPECT_TRUE(ReachesOnlySharedMemory("posix,cma"));
+  EXPECT_TRUE(ReachesOnlySharedMemory("self,sm"));
+  EXPECT_FALSE(ReachesOnlySharedMemory(std::nullopt));
+  EXPECT_FALSE(ReachesOnlySharedMemory(""));
+  EXPECT_FALSE(ReachesOnlySharedMemory("all"));
+  EXPECT_FALSE(ReachesOnlySharedMemory("self"));
+  EXPECT_FALSE(ReachesOnlySharedMemory("sm,tcp"));
+  EXPECT_FALSE(ReachesOnlySharedMemory("^tcp"));
+  EXPECT_FALSE(ReachesOnlySharedMemory("smx"));
+}
+
 }  // namespace
 }  // namespace lmdx::net::internal
