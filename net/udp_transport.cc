@@ -317,7 +317,7 @@ void UdpTransport::OnReadable() {
       if (std::find(broken.begin(), broken.end(), source) != broken.end()) continue;
       Peer& peer = peers_[static_cast<std::size_t>(source)];
       std::string error;
-      if (!peer.reader->Feed(segment->data(), segment->size(), &error)) {
+      if (!peer.reader->Feed(segment.bytes.data(), segment.bytes.size(), &error)) {
         broken.push_back(source);
         std::lock_guard lock(mutex_);
         MarkGoneLocked(source, "udp: rank " + std::to_string(source) + " sent " + error, &after);
@@ -363,10 +363,13 @@ void UdpTransport::HandleDatagramLocked(const std::uint8_t* data, std::size_t si
   ResendLocked(source, resend);
   if (header->kind == UdpDatagramHeader::kData) {
     peer.used = true;
-    std::vector<internal::ReliableChannel::Segment> in_order;
-    auto segment = std::make_shared<const std::vector<std::uint8_t>>(
-        data + UdpDatagramHeader::kSize, data + size);
-    peer.channel->OnData(header->sequence, std::move(segment), now, &in_order);
+    // An in-order segment is read where it landed, not copied: only one that waits behind a
+    // gap is kept (a copy per 64 KiB datagram was a good part of a large message's time).
+    std::vector<internal::ReliableChannel::Received> in_order;
+    peer.channel->OnData(
+        header->sequence,
+        std::span(data + UdpDatagramHeader::kSize, size - UdpDatagramHeader::kSize), now,
+        &in_order);
     for (auto& piece : in_order) ready->emplace_back(source, std::move(piece));
   }
   PumpLocked(source, now, after);

@@ -81,7 +81,8 @@ class UdpTransport : public Transport {
     void Run(TransportHost& host);
   };
 
-  using Arrived = std::pair<int, internal::ReliableChannel::Segment>;  // source rank, segment
+  // Source rank and segment; its bytes may lie in receive_buffers_ until the next receive.
+  using Arrived = std::pair<int, internal::ReliableChannel::Received>;
   // The peer's channel, made on first use; nullptr when it has no udp endpoint.
   Peer* OpenLocked(int rank);
   void OnReadable();

@@ -120,8 +120,10 @@ bool ReliableChannel::PeerSilent(std::int64_t now_ms) const {
   return !unacked_.empty() && now_ms - unacked_.begin()->second.sent_ms > settings_.give_up_ms;
 }
 
-ReliableChannel::Arrival ReliableChannel::OnData(std::uint32_t sequence, Segment segment,
-                                                 std::int64_t now_ms, std::vector<Segment>* ready) {
+ReliableChannel::Arrival ReliableChannel::OnData(std::uint32_t sequence,
+                                                 std::span<const std::uint8_t> bytes,
+                                                 std::int64_t now_ms,
+                                                 std::vector<Received>* ready) {
   std::int32_t ahead = Distance(next_expected_, sequence);
   if (ahead < 0 || held_.count(sequence) != 0) {
     // The sender did not hear that this arrived: tell it again at once.
@@ -132,14 +134,17 @@ ReliableChannel::Arrival ReliableChannel::OnData(std::uint32_t sequence, Segment
   if (unacked_received_++ == 0) first_unacked_ms_ = now_ms;
   echo_ = sequence;
   if (ahead > 0) {
-    held_.emplace(sequence, std::move(segment));
+    held_.emplace(sequence,
+                  std::make_shared<const std::vector<std::uint8_t>>(bytes.begin(), bytes.end()));
     ack_now_ = true;
     return Arrival::kHeld;
   }
-  ready->push_back(std::move(segment));
+  ready->push_back(Received{nullptr, bytes});
   ++next_expected_;
   while (!held_.empty() && held_.begin()->first == next_expected_) {
-    ready->push_back(std::move(held_.begin()->second));
+    Segment kept = std::move(held_.begin()->second);
+    std::span<const std::uint8_t> kept_bytes(*kept);
+    ready->push_back(Received{std::move(kept), kept_bytes});
     held_.erase(held_.begin());
     ++next_expected_;
   }

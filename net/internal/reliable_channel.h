@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 namespace lmdx::net::internal {
@@ -73,8 +74,15 @@ class ReliableChannel {
     kDuplicate,   // seen before: dropped
     kOutOfWindow  // too far ahead to hold: dropped (the sender resends it)
   };
-  Arrival OnData(std::uint32_t sequence, Segment segment, std::int64_t now_ms,
-                 std::vector<Segment>* ready);
+  // A segment handed on in order: its bytes lie in the caller's own buffer when it came in order
+  // (valid as long as that buffer), or in a copy the channel kept while it waited behind a gap.
+  struct Received {
+    Segment kept;
+    std::span<const std::uint8_t> bytes;
+  };
+  // bytes are copied only when the segment must wait for an earlier one.
+  Arrival OnData(std::uint32_t sequence, std::span<const std::uint8_t> bytes, std::int64_t now_ms,
+                 std::vector<Received>* ready);
   // What the next datagram to the peer says of what arrived.
   std::uint32_t CumulativeAck() const { return next_expected_; }
   std::uint32_t SelectiveAck() const;

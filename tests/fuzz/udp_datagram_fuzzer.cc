@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -60,10 +61,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     Require(channel.InFlight() <= settings.window);
     if (header->kind != UdpDatagramHeader::kData) continue;
     std::uint32_t before = channel.CumulativeAck();
-    std::vector<ReliableChannel::Segment> ready;
-    auto segment = std::make_shared<const std::vector<std::uint8_t>>(
-        bytes.begin() + UdpDatagramHeader::kSize, bytes.end());
-    channel.OnData(header->sequence, segment, now, &ready);
+    std::vector<ReliableChannel::Received> ready;
+    channel.OnData(header->sequence,
+                   std::span(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size())
+                       .subspan(UdpDatagramHeader::kSize),
+                   now, &ready);
     // Everything delivered moved the cumulative acknowledgement by as much, in order.
     Require(channel.CumulativeAck() - before == ready.size());
     Require(channel.Room() <= settings.window);

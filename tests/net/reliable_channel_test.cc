@@ -25,9 +25,9 @@ Segment Numbered(std::uint32_t n) {
   return bytes;
 }
 
-std::uint32_t NumberOf(const Segment& segment) {
+std::uint32_t NumberOf(std::span<const std::uint8_t> bytes) {
   std::uint32_t n = 0;
-  std::memcpy(&n, segment->data(), sizeof n);
+  std::memcpy(&n, bytes.data(), sizeof n);
   return n;
 }
 
@@ -127,12 +127,12 @@ class SimulatedLink {
         Transmit(datagram.to, sequence, channel.Stored(sequence));
       }
       if (!datagram.segment) continue;
-      std::vector<Segment> ready;
-      if (channel.OnData(datagram.sequence, datagram.segment, now_, &ready) ==
+      std::vector<ReliableChannel::Received> ready;
+      if (channel.OnData(datagram.sequence, *datagram.segment, now_, &ready) ==
           ReliableChannel::Arrival::kDuplicate) {
         ++duplicates_;
       }
-      for (const Segment& segment : ready) delivered_.push_back(NumberOf(segment));
+      for (const auto& received : ready) delivered_.push_back(NumberOf(received.bytes));
     }
   }
 
@@ -205,20 +205,29 @@ TEST(ReliableChannelTest, ReceiverDropsDuplicatesAndSegmentsBeyondItsWindow) {
   ReliabilitySettings settings;
   settings.window = 4;
   ReliableChannel channel(settings);
-  std::vector<Segment> ready;
-  EXPECT_EQ(channel.OnData(0, Numbered(0), 0, &ready), ReliableChannel::Arrival::kDelivered);
-  EXPECT_EQ(channel.OnData(0, Numbered(0), 0, &ready), ReliableChannel::Arrival::kDuplicate);
-  EXPECT_EQ(channel.OnData(2, Numbered(2), 0, &ready), ReliableChannel::Arrival::kHeld);
-  EXPECT_EQ(channel.OnData(2, Numbered(2), 0, &ready), ReliableChannel::Arrival::kDuplicate);
-  EXPECT_EQ(channel.OnData(5, Numbered(5), 0, &ready), ReliableChannel::Arrival::kOutOfWindow);
+  // The receiver's buffers: in-order segments are handed on where they lie.
+  Segment zero = Numbered(0);
+  Segment one = Numbered(1);
+  std::vector<ReliableChannel::Received> ready;
+  EXPECT_EQ(channel.OnData(0, *zero, 0, &ready), ReliableChannel::Arrival::kDelivered);
+  EXPECT_EQ(channel.OnData(0, *zero, 0, &ready), ReliableChannel::Arrival::kDuplicate);
+  {
+    // A segment that waits behind a gap is copied: its buffer may be gone when it is handed on.
+    Segment two = Numbered(2);
+    EXPECT_EQ(channel.OnData(2, *two, 0, &ready), ReliableChannel::Arrival::kHeld);
+    EXPECT_EQ(channel.OnData(2, *two, 0, &ready), ReliableChannel::Arrival::kDuplicate);
+    EXPECT_EQ(channel.OnData(5, *Numbered(5), 0, &ready), ReliableChannel::Arrival::kOutOfWindow);
+  }
   EXPECT_EQ(channel.CumulativeAck(), 1u);
   EXPECT_EQ(channel.SelectiveAck(), 0b1u);  // segment 2 = cumulative + 1 + bit 0
   EXPECT_TRUE(channel.AckDue(0));           // a gap is reported at once
-  EXPECT_EQ(channel.OnData(1, Numbered(1), 0, &ready), ReliableChannel::Arrival::kDelivered);
+  EXPECT_EQ(channel.OnData(1, *one, 0, &ready), ReliableChannel::Arrival::kDelivered);
   ASSERT_EQ(ready.size(), 3u);
-  EXPECT_EQ(NumberOf(ready[0]), 0u);
-  EXPECT_EQ(NumberOf(ready[1]), 1u);
-  EXPECT_EQ(NumberOf(ready[2]), 2u);
+  EXPECT_EQ(NumberOf(ready[0].bytes), 0u);
+  EXPECT_EQ(ready[0].bytes.data(), zero->data());
+  EXPECT_EQ(NumberOf(ready[1].bytes), 1u);
+  EXPECT_EQ(NumberOf(ready[2].bytes), 2u);
+  EXPECT_NE(ready[2].kept, nullptr);
   EXPECT_EQ(channel.CumulativeAck(), 3u);
 }
 
