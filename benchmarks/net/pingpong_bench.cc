@@ -93,6 +93,13 @@ int bench_main(int argc, char** argv) {
       "over its tcp and vader transports and over UCX with the same UCX_TLS, in the same run.",
       "lmdx bench pingpong"};
   add_pingpong_flags(app, options);
+  int rounds = 1;
+  app.add_option("--rounds", rounds,
+                 "run each network's LMDX and MPI jobs this many times, alternately, and report "
+                 "the medians and the range of the latency ratio (figures on a small shared "
+                 "machine swing between runs)")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
   app.add_option("--csv", csv_path, "also write the table as CSV to this file");
   app.add_option("--lmdx-tool", lmdx_tool, "the lmdx tool that launches LMDX jobs")
       ->default_str("$LMDX_TOOL");
@@ -157,26 +164,45 @@ int bench_main(int argc, char** argv) {
        "LMDX: LMDX_TRANSPORT=fabric; MPI: OpenMPI with --mca pml ucx; both with UCX_TLS=sm"},
   };
   std::vector<std::pair<const Network*, PingPongComparison>> comparisons;
+  // Rounds alternate LMDX and MPI, so that both sides see the machine's swings alike.
+  using Rounds = std::vector<std::vector<PingPongResult>>;
+  auto take = [&](const Run& run, Rounds& into) {
+    std::optional<std::vector<PingPongResult>> results = run_job(run, expected, load_notes);
+    if (results) into.push_back(std::move(*results));
+    failed |= !results;
+    return results.has_value();
+  };
+  auto result_of = [rounds](bool ok, const Rounds& done) {
+    std::optional<std::vector<PingPongResult>> result;
+    if (ok && !done.empty()) result = rounds == 1 ? done.front() : combine_rounds(done);
+    return result;
+  };
   for (const Network& network : networks) {
-    PingPongComparison comparison;
-    if (!lmdx_tool.empty()) {
-      Run run{"LMDX " + network.name,
-              {lmdx_tool, "run", dir + "/pingpong", "-n", "2", "--"},
-              network.env};
-      run.env.emplace_back("LMDX_TRANSPORT", network.transport);
-      run.argv.insert(run.argv.end(), args.begin(), args.end());
-      comparison.lmdx = run_job(run, expected, load_notes);
-      failed |= !comparison.lmdx;
+    Run lmdx_run{"LMDX " + network.name,
+                 {lmdx_tool, "run", dir + "/pingpong", "-n", "2", "--"},
+                 network.env};
+    lmdx_run.env.emplace_back("LMDX_TRANSPORT", network.transport);
+    lmdx_run.argv.insert(lmdx_run.argv.end(), args.begin(), args.end());
+    Run mpi_run{"MPI " + network.name, {mpirun, "-n", "2"}, network.env};
+    mpi_run.argv.insert(mpi_run.argv.end(), network.mpi_flags.begin(), network.mpi_flags.end());
+    mpi_run.argv.insert(mpi_run.argv.end(), {"--bind-to", "none", dir + "/pingpong_mpi"});
+    mpi_run.env.emplace_back("OMPI_ALLOW_RUN_AS_ROOT", "1");
+    mpi_run.env.emplace_back("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    mpi_run.argv.insert(mpi_run.argv.end(), args.begin(), args.end());
+
+    Rounds lmdx_rounds;
+    Rounds mpi_rounds;
+    bool lmdx_ok = !lmdx_tool.empty();
+    bool mpi_ok = !mpirun.empty();
+    for (int round = 0; round < rounds && (lmdx_ok || mpi_ok); ++round) {
+      if (lmdx_ok) lmdx_ok = take(lmdx_run, lmdx_rounds);
+      if (mpi_ok) mpi_ok = take(mpi_run, mpi_rounds);
     }
-    if (!mpirun.empty()) {
-      Run run{"MPI " + network.name, {mpirun, "-n", "2"}, network.env};
-      run.argv.insert(run.argv.end(), network.mpi_flags.begin(), network.mpi_flags.end());
-      run.argv.insert(run.argv.end(), {"--bind-to", "none", dir + "/pingpong_mpi"});
-      run.env.emplace_back("OMPI_ALLOW_RUN_AS_ROOT", "1");
-      run.env.emplace_back("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-      run.argv.insert(run.argv.end(), args.begin(), args.end());
-      comparison.mpi = run_job(run, expected, load_notes);
-      failed |= !comparison.mpi;
+    PingPongComparison comparison;
+    comparison.lmdx = result_of(lmdx_ok, lmdx_rounds);
+    comparison.mpi = result_of(mpi_ok, mpi_rounds);
+    if (rounds > 1 && comparison.lmdx && comparison.mpi) {
+      comparison.latency_ratio_range = ratio_ranges(lmdx_rounds, mpi_rounds);
     }
     comparisons.emplace_back(&network, std::move(comparison));
   }
@@ -185,7 +211,9 @@ int bench_main(int argc, char** argv) {
     if (!comparison.lmdx && !comparison.mpi) continue;
     std::cout << "\nping-pong over " << network->name
               << ", 2 nodes on this host, half round trip, median of " << options.reps
-              << " repetitions\n";
+              << " repetitions";
+    if (rounds > 1) std::cout << ", median over " << rounds << " alternating rounds";
+    std::cout << "\n";
     print_table(comparison, std::cout);
     if (comparison.mpi) std::cout << network->how << "\n";
     if (comparison.lmdx && comparison.mpi) {

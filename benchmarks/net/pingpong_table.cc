@@ -1,5 +1,6 @@
 #include "benchmarks/net/pingpong_table.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <ostream>
@@ -49,6 +50,44 @@ std::string human_size(std::uint64_t bytes) {
   return std::to_string(bytes) + " B";
 }
 
+std::vector<PingPongResult> combine_rounds(const std::vector<std::vector<PingPongResult>>& rounds) {
+  std::map<std::uint64_t, std::vector<double>> latencies;
+  for (const auto& round : rounds) {
+    for (const auto& r : round) latencies[r.size_bytes].push_back(r.latency_us);
+  }
+  std::vector<PingPongResult> combined;
+  for (auto& [size, values] : latencies) {
+    PingPongResult r;
+    r.size_bytes = size;
+    r.latency_us = median(values);
+    r.bandwidth_mbps = r.latency_us > 0 ? static_cast<double>(size) / r.latency_us : 0.0;
+    combined.push_back(r);
+  }
+  return combined;
+}
+
+std::map<std::uint64_t, std::pair<double, double>> ratio_ranges(
+    const std::vector<std::vector<PingPongResult>>& lmdx,
+    const std::vector<std::vector<PingPongResult>>& mpi) {
+  std::map<std::uint64_t, std::pair<double, double>> ranges;
+  for (std::size_t round = 0; round < lmdx.size() && round < mpi.size(); ++round) {
+    std::map<std::uint64_t, double> mpi_latency;
+    for (const auto& r : mpi[round]) mpi_latency[r.size_bytes] = r.latency_us;
+    for (const auto& r : lmdx[round]) {
+      auto found = mpi_latency.find(r.size_bytes);
+      if (found == mpi_latency.end()) continue;
+      std::optional<double> value = ratio(r.latency_us, found->second);
+      if (!value) continue;
+      auto [it, fresh] = ranges.try_emplace(r.size_bytes, *value, *value);
+      if (!fresh) {
+        it->second.first = std::min(it->second.first, *value);
+        it->second.second = std::max(it->second.second, *value);
+      }
+    }
+  }
+  return ranges;
+}
+
 void print_table(const PingPongComparison& c, std::ostream& out) {
   const bool both = c.lmdx && c.mpi;
   char line[256];
@@ -62,8 +101,13 @@ void print_table(const PingPongComparison& c, std::ostream& out) {
     std::snprintf(line, sizeof line, " %14s %12s", "MPI lat (us)", "MPI MB/s");
     out << line;
   }
+  const bool ranges = both && !c.latency_ratio_range.empty();
   if (both) {
     std::snprintf(line, sizeof line, " %10s %10s", "lat ratio", "bw ratio");
+    out << line;
+  }
+  if (ranges) {
+    std::snprintf(line, sizeof line, " %16s", "lat ratio range");
     out << line;
   }
   out << '\n';
@@ -90,6 +134,15 @@ void print_table(const PingPongComparison& c, std::ostream& out) {
                     bw ? (fixed(*bw, 2) + "x").c_str() : "-");
       out << line;
     }
+    if (ranges) {
+      auto range = c.latency_ratio_range.find(size);
+      std::string text =
+          range == c.latency_ratio_range.end()
+              ? "-"
+              : fixed(range->second.first, 2) + "-" + fixed(range->second.second, 2) + "x";
+      std::snprintf(line, sizeof line, " %16s", text.c_str());
+      out << line;
+    }
     out << '\n';
   }
 }
@@ -99,7 +152,9 @@ void write_csv(const PingPongComparison& c, std::ostream& out) {
   out << "size_bytes";
   if (c.lmdx) out << ",lmdx_latency_us,lmdx_bandwidth_MBps";
   if (c.mpi) out << ",mpi_latency_us,mpi_bandwidth_MBps";
+  const bool ranges = both && !c.latency_ratio_range.empty();
   if (both) out << ",latency_ratio_lmdx_over_mpi,bandwidth_ratio_lmdx_over_mpi";
+  if (ranges) out << ",latency_ratio_lowest,latency_ratio_highest";
   out << '\n';
   for (const auto& [size, row] : rows_of(c)) {
     out << size;
@@ -121,6 +176,14 @@ void write_csv(const PingPongComparison& c, std::ostream& out) {
         bw = ratio(row.mpi->latency_us, row.lmdx->latency_us);
       }
       out << ',' << (lat ? fixed(*lat, 4) : "") << ',' << (bw ? fixed(*bw, 4) : "");
+    }
+    if (ranges) {
+      auto range = c.latency_ratio_range.find(size);
+      if (range == c.latency_ratio_range.end()) {
+        out << ",,";
+      } else {
+        out << ',' << fixed(range->second.first, 4) << ',' << fixed(range->second.second, 4);
+      }
     }
     out << '\n';
   }

@@ -181,5 +181,36 @@ TEST(PingPongTable, RatiosAndMissingColumns) {
   EXPECT_EQ(human_size(1000), "1000 B");
 }
 
+TEST(PingPongTable, RoundsCombineIntoMediansAndARatioRange) {
+  std::vector<std::vector<PingPongResult>> lmdx = {
+      {{8, 12, 0, 0}, {1024, 100, 0, 0}}, {{8, 30, 0, 0}, {1024, 110, 0, 0}}, {{8, 14, 0, 0}}};
+  std::vector<std::vector<PingPongResult>> mpi = {
+      {{8, 10, 0, 0}, {1024, 100, 0, 0}}, {{8, 10, 0, 0}, {1024, 100, 0, 0}}, {{8, 20, 0, 0}}};
+  std::vector<PingPongResult> combined = combine_rounds(lmdx);
+  ASSERT_EQ(combined.size(), 2u);
+  EXPECT_EQ(combined[0].size_bytes, 8u);
+  EXPECT_DOUBLE_EQ(combined[0].latency_us, 14);  // the median of 12, 30 and 14
+  EXPECT_DOUBLE_EQ(combined[0].bandwidth_mbps, 8.0 / 14);
+  EXPECT_DOUBLE_EQ(combined[1].latency_us, 105);  // two rounds measured it
+
+  PingPongComparison c;
+  c.lmdx = combined;
+  c.mpi = combine_rounds(mpi);
+  c.latency_ratio_range = ratio_ranges(lmdx, mpi);
+  ASSERT_EQ(c.latency_ratio_range.size(), 2u);
+  EXPECT_DOUBLE_EQ(c.latency_ratio_range[8].first, 0.7);   // 14 against 20
+  EXPECT_DOUBLE_EQ(c.latency_ratio_range[8].second, 3.0);  // 30 against 10
+  EXPECT_DOUBLE_EQ(c.latency_ratio_range[1024].first, 1.0);
+  EXPECT_DOUBLE_EQ(c.latency_ratio_range[1024].second, 1.1);
+  std::ostringstream table;
+  print_table(c, table);
+  EXPECT_NE(table.str().find("lat ratio range"), std::string::npos) << table.str();
+  EXPECT_NE(table.str().find("0.70-3.00x"), std::string::npos) << table.str();
+  std::ostringstream csv;
+  write_csv(c, csv);
+  EXPECT_NE(csv.str().find(",latency_ratio_lowest,latency_ratio_highest\n"), std::string::npos);
+  EXPECT_NE(csv.str().find(",0.7000,3.0000\n"), std::string::npos) << csv.str();
+}
+
 }  // namespace
 }  // namespace lmdx::bench
