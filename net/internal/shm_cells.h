@@ -8,8 +8,10 @@
 
 namespace lmdx::net::internal {
 
-// A small frame in one cache line: the stamp that says it is written, then the frame's bytes
-// (header, body, payload), as the byte ring would carry them.
+// A small frame in a cell of two cache lines: the stamp that says it is written, then the frame's
+// bytes (header, body, payload), as the byte ring would carry them. A frame of up to 60 bytes (an
+// 8-byte raw message) lies in the stamp's line alone; up to 124 (a 64-byte one) it takes the next
+// line too.
 //
 // Why cells beside the byte ring (net/internal/shm_ring.h): a reader of the byte ring learns of a
 // frame from the writer's head index and then reads the frame from another line, and on these VMs
@@ -20,9 +22,9 @@ struct alignas(64) ShmCell {
   // The number of the frame in the cells' stream plus one (mod 2^32) once its bytes are written:
   // a cell left from an earlier lap has a number kCells lower, so no cell needs clearing.
   std::atomic<std::uint32_t> stamp;
-  std::uint8_t bytes[60];
+  std::uint8_t bytes[124];
 };
-static_assert(sizeof(ShmCell) == 64);
+static_assert(sizeof(ShmCell) == 128);
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
 
 // How many cells the reader has taken, on a line of its own: the writer reads it only when it
