@@ -60,12 +60,21 @@ void* CellsAt(void* mapping, std::uint64_t capacity, int index) {
          2 * capacity + index * CellRing::kAreaSize;
 }
 
-// Copies a frame's header, body and payload, in that order, through put(data, size).
-template <typename Put>
-void CopyFrame(const std::uint8_t* header, const OutgoingMessage& message, Put put) {
-  put(header, kFrameHeaderSize);
-  if (!message.body.empty()) put(message.body.data(), message.body.size());
-  if (message.payload.size > 0) put(message.payload.data, message.payload.size);
+// Copies a frame's header, body and payload, one after the other, into a ring or a cell (through
+// its Put(offset, data, size)); returns how many bytes that was.
+template <typename Target>
+std::uint64_t CopyFrame(const std::uint8_t* header, const OutgoingMessage& message,
+                        Target& target) {
+  std::uint64_t put = 0;
+  auto add = [&](const void* data, std::uint64_t size) {
+    if (size == 0) return;
+    target.Put(put, data, size);
+    put += size;
+  };
+  add(header, kFrameHeaderSize);
+  add(message.body.data(), message.body.size());
+  add(message.payload.data, message.payload.size);
+  return put;
 }
 
 }  // namespace
@@ -353,21 +362,15 @@ void ShmConnection::Send(OutgoingMessage message, bool may_block) {
 // (checked in that order: the ring's tail is a line of the reader's), which keeps the pair's order
 // (see Poll); otherwise it takes the ring after the others.
 bool ShmConnection::WriteAlone(Pending& pending) {
-  std::uint64_t put = 0;
   if (pending.total <= CellRing::kFrameBytes && out_cells_.HasRoom() && out_.AllTaken()) {
-    CopyFrame(pending.header, pending.message, [&](const void* data, std::uint64_t size) {
-      out_cells_.Put(put, data, size);
-      put += size;
-    });
+    CopyFrame(pending.header, pending.message, out_cells_);
     out_cells_.Publish();
     if (out_.ReaderMustBeSignalled()) Signal(setup_.data_out.get());
   } else {
     if (out_.Room() < pending.total) return false;
-    CopyFrame(pending.header, pending.message, [&](const void* data, std::uint64_t size) {
-      out_.Put(put, data, size);
-      put += size;
-    });
-    if (out_.Publish(put)) Signal(setup_.data_out.get());
+    if (out_.Publish(CopyFrame(pending.header, pending.message, out_))) {
+      Signal(setup_.data_out.get());
+    }
   }
   if (pending.message.on_sent) pending.message.on_sent(true);
   return true;

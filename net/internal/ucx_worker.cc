@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <string_view>
+#include <vector>
 
 #include "base/error.h"
 #include "net/internal/ucx_library.h"
@@ -88,48 +90,56 @@ UcxWorker::~UcxWorker() {
   Ucx().cleanup(context_);
 }
 
-bool UcxMayUseSharedMemory() {
+namespace {
+
+// UCX_TLS as a list: whether it excludes (a leading '^') and the names, without the '^'.
+struct TlsList {
+  bool excluding = false;
+  std::vector<std::string_view> names;
+};
+
+TlsList ReadUcxTls() {
   const char* value = std::getenv("UCX_TLS");
   std::string_view list = value != nullptr ? value : "";
-  bool excluding = !list.empty() && list.front() == '^';
-  if (excluding) list.remove_prefix(1);
-  if (list.empty()) return true;
-  bool names_all_of_it = false;  // sm, shm or mm: every shared-memory transport
-  bool names_some = false;
+  TlsList tls;
+  tls.excluding = !list.empty() && list.front() == '^';
+  if (tls.excluding) list.remove_prefix(1);
   while (!list.empty()) {
     std::string_view name = list.substr(0, list.find(','));
     list.remove_prefix(std::min(list.size(), name.size() + 1));
-    names_all_of_it |= name == "sm" || name == "shm" || name == "mm";
-    names_some |= names_all_of_it || name == "all" || name == "posix" || name == "sysv" ||
-                  name == "xpmem" || name == "cma" || name == "knem";
+    tls.names.push_back(name);
   }
-  return excluding ? !names_all_of_it : names_some;
+  return tls;
 }
 
-namespace {
+// sm, shm or mm: every shared-memory transport at once.
+bool NamesAllSharedMemory(std::string_view name) {
+  return name == "sm" || name == "shm" || name == "mm";
+}
 
 bool IsSharedMemoryTransport(std::string_view name) {
-  return name == "sm" || name == "shm" || name == "mm" || name == "posix" || name == "sysv" ||
-         name == "xpmem" || name == "cma" || name == "knem";
+  return NamesAllSharedMemory(name) || name == "posix" || name == "sysv" || name == "xpmem" ||
+         name == "cma" || name == "knem";
 }
 
 }  // namespace
 
+bool UcxMayUseSharedMemory() {
+  TlsList tls = ReadUcxTls();
+  if (tls.names.empty()) return true;
+  if (tls.excluding) return std::none_of(tls.names.begin(), tls.names.end(), NamesAllSharedMemory);
+  return std::any_of(tls.names.begin(), tls.names.end(), [](std::string_view name) {
+    return name == "all" || IsSharedMemoryTransport(name);
+  });
+}
+
 bool UcxReachesOnlySharedMemory() {
-  const char* value = std::getenv("UCX_TLS");
-  std::string_view list = value != nullptr ? value : "";
-  if (list.empty() || list.front() == '^') return false;
-  bool names_shared_memory = false;
-  while (!list.empty()) {
-    std::string_view name = list.substr(0, list.find(','));
-    list.remove_prefix(std::min(list.size(), name.size() + 1));
-    if (IsSharedMemoryTransport(name)) {
-      names_shared_memory = true;
-    } else if (name != "self") {
-      return false;
-    }
-  }
-  return names_shared_memory;
+  TlsList tls = ReadUcxTls();
+  if (tls.excluding) return false;
+  return std::any_of(tls.names.begin(), tls.names.end(), IsSharedMemoryTransport) &&
+         std::all_of(tls.names.begin(), tls.names.end(), [](std::string_view name) {
+           return name == "self" || IsSharedMemoryTransport(name);
+         });
 }
 
 std::string UcxStatusText(std::string_view step, ucs_status_t status) {

@@ -32,10 +32,14 @@ class UcxTls {
   std::optional<std::string> old_;
 };
 
-bool MayUseSharedMemory(std::optional<std::string> tls) {
+// What check() answers with UCX_TLS set to tls (or unset).
+template <bool (*check)()>
+bool With(std::optional<std::string> tls) {
   UcxTls set(std::move(tls));
-  return UcxMayUseSharedMemory();
+  return check();
 }
+constexpr auto MayUseSharedMemory = With<UcxMayUseSharedMemory>;
+constexpr auto ReachesOnlySharedMemory = With<UcxReachesOnlySharedMemory>;
 
 TEST(UcxConfigTest, SharedMemoryIsAllowedUnlessUcxTlsLeavesItOut) {
   EXPECT_TRUE(MayUseSharedMemory(std::nullopt));
@@ -50,11 +54,6 @@ TEST(UcxConfigTest, SharedMemoryIsAllowedUnlessUcxTlsLeavesItOut) {
   EXPECT_FALSE(MayUseSharedMemory("^sm"));
   EXPECT_FALSE(MayUseSharedMemory("^tcp,shm"));
   EXPECT_FALSE(MayUseSharedMemory("smx"));  // a name is matched whole
-}
-
-bool ReachesOnlySharedMemory(std::optional<std::string> tls) {
-  UcxTls set(std::move(tls));
-  return UcxReachesOnlySharedMemory();
 }
 
 TEST(UcxConfigTest, OnlySharedMemoryWhenUcxTlsNamesNothingElse) {
