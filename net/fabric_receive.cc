@@ -8,6 +8,7 @@
 #include "net/fabric_transport.h"
 #include "net/internal/fabric_state.h"
 #include "net/internal/frame_assembly.h"
+#include "net/internal/payload_buffer.h"
 #include "net/internal/ucx_am_header.h"
 #include "net/internal/ucx_library.h"
 #include "net/internal/ucx_worker.h"
@@ -103,7 +104,7 @@ ucs_status_t FabricTransport::Arrived(const void* header_bytes, std::size_t head
     inbound->release_data = true;
     result = UCS_INPROGRESS;
   } else if (length > 0) {
-    inbound->own_data = std::make_unique_for_overwrite<std::uint8_t[]>(length);
+    inbound->own_data = internal::AllocatePayload(length);
     std::memcpy(inbound->own_data.get(), data, length);
     inbound->data = inbound->own_data.get();
   }
@@ -180,7 +181,7 @@ bool FabricTransport::AdvancePeer(Peer& peer) {
       // fetches the data straight into it.
       void* target = nullptr;
       if (inbound->body_in_data) {
-        inbound->own_data = std::make_unique_for_overwrite<std::uint8_t[]>(inbound->length);
+        inbound->own_data = internal::AllocatePayload(inbound->length);
         target = inbound->own_data.get();
       } else if (internal::PreparePayload(host_, message, &error)) {
         target = message.payload;

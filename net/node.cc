@@ -14,6 +14,7 @@
 #include "net/fabric_transport.h"
 #include "net/handshake.h"
 #include "net/internal/frame_io.h"
+#include "net/internal/payload_buffer.h"
 #include "net/internal/socket.h"
 #include "net/shm_transport.h"
 #include "net/tcp_transport.h"
@@ -504,7 +505,7 @@ void Node::DeliverToSelf(OutgoingMessage message) {
   inbound->header.payload_length = message.payload.size;
   inbound->body = std::move(message.body);
   if (message.payload.size > 0) {
-    inbound->owned_payload = std::make_unique_for_overwrite<std::uint8_t[]>(message.payload.size);
+    inbound->owned_payload = internal::AllocatePayload(message.payload.size);
     std::memcpy(inbound->owned_payload.get(), message.payload.data, message.payload.size);
     inbound->payload = inbound->owned_payload.get();
   }

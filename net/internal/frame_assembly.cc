@@ -3,6 +3,8 @@
 #include <memory>
 #include <new>
 
+#include "net/internal/payload_buffer.h"
+
 namespace lmdx::net::internal {
 
 std::optional<FrameHeader> CheckIncomingHeader(const std::uint8_t bytes[kFrameHeaderSize], int peer,
@@ -30,7 +32,7 @@ bool PreparePayload(TransportHost& host, InboundMessage& message, std::string* e
     return true;
   }
   try {
-    message.owned_payload = std::make_unique_for_overwrite<std::uint8_t[]>(length);
+    message.owned_payload = AllocatePayload(length);
   } catch (const std::bad_alloc&) {
     *error = "cannot allocate " + std::to_string(length) + " bytes for an incoming message";
     return false;
