@@ -306,7 +306,8 @@ void ProgressEngine::DriveBriefly(Completion& completion) {
   BeginDriving();
   // The budget counts idle time only: while frames keep arriving (a large message streaming in)
   // this thread goes on reading them rather than handing over to the progress thread midway.
-  std::int64_t budget_ns = std::int64_t{drive_micros_.load(std::memory_order_relaxed)} * 1000;
+  std::int64_t budget_ns = std::int64_t{drive_micros_.load(std::memory_order_relaxed)} * 1000 *
+                           (completion.waits_in_bursts() ? kConversationDriveFactor : 1);
   // The clock is read every few rounds only: a round that finds nothing takes a fraction of a
   // microsecond, and a clock read (27 ns here) each time was a fifth of it. A wait whose answer
   // comes within those rounds reads it not at all: idle time counts from the first check after

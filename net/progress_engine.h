@@ -92,6 +92,14 @@ class ProgressEngine : public CompletionDriver {
   // or nothing has arrived for the drive budget.
   void DriveBriefly(Completion& completion) override;
   static constexpr int kDefaultDriveMicros = 50;
+  // A receive in a conversation (Completion::waits_in_bursts) polls this many budgets. Its answer
+  // usually comes within microseconds, but on a machine with no core to spare the peer is now and
+  // then preempted for longer than one budget; a waiter that then sleeps sends the pair through
+  // wake-ups and signals, which delay the next answer past the budget too, and the conversation
+  // stays on that slow path (over UCX shared memory, 8 B round trips settled at 3.5-5 us in half
+  // the runs instead of 1.9). A request whose answer lets the program compute on keeps one
+  // budget: a page's home may be computing, and this core may be the one it needs.
+  static constexpr int kConversationDriveFactor = 4;
   // 0 makes a waiter poll once and then sleep: right when this host runs more nodes than it has
   // cores, where a polling waiter would hold the core the awaited node needs.
   void SetDriveBudget(int micros) { drive_micros_.store(micros, std::memory_order_relaxed); }

@@ -120,6 +120,23 @@ TEST_F(ProgressEngineTest, ARequestsAnswerArmsEveryPollerAtOnce) {
   EXPECT_TRUE(eager_.armed());
 }
 
+// Lower bounds only: a slow machine lengthens a drive, never shortens it.
+TEST_F(ProgressEngineTest, AReceiveInAConversationPollsSeveralBudgetsBeforeItSleeps) {
+  constexpr int kBudgetMicros = 2000;
+  engine_.SetDriveBudget(kBudgetMicros);
+  Completion receive;
+  receive.SetWaitsInBursts();
+  auto start = steady_clock::now();
+  engine_.DriveBriefly(receive);  // nothing arrives
+  EXPECT_GE(steady_clock::now() - start,
+            std::chrono::microseconds(kBudgetMicros * ProgressEngine::kConversationDriveFactor));
+
+  Completion request;
+  start = steady_clock::now();
+  engine_.DriveBriefly(request);
+  EXPECT_GE(steady_clock::now() - start, std::chrono::microseconds(kBudgetMicros));
+}
+
 TEST_F(ProgressEngineTest, AWaiterWhoseBudgetRunsOutArmsEveryPoller) {
   Completion never;
   never.SetWaitsInBursts();
