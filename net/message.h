@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "net/internal/payload_buffer.h"
 #include "net/wire.h"
 
 namespace lmdx::net {
@@ -36,7 +37,7 @@ struct InboundMessage {
   FrameHeader header;
   std::string body;
   std::uint8_t* payload = nullptr;  // header.payload_length bytes
-  std::unique_ptr<std::uint8_t[]> owned_payload;
+  internal::PayloadBuffer owned_payload;
   bool payload_placed = false;  // payload points into memory the receiver named
 };
 

@@ -47,8 +47,8 @@ struct FabricTransport::Inbound {
   InboundMessage message;  // header, and the body when it came in the header
   void* data = nullptr;    // kHeld: the bytes; kRendezvous: UCX's descriptor
   std::size_t length = 0;
-  bool release_data = false;                 // kHeld: data is UCX's, released after the copy
-  std::unique_ptr<std::uint8_t[]> own_data;  // a copy, or the fetch of body and payload
+  bool release_data = false;         // kHeld: data is UCX's, released after the copy
+  internal::PayloadBuffer own_data;  // a copy, or the fetch of body and payload
   std::string failure;
 };
 

@@ -44,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   message.header.body_length = static_cast<std::uint32_t>(message.body.size());
   message.header.payload_length = payload.size();
   if (!payload.empty()) {
-    message.owned_payload = std::make_unique<std::uint8_t[]>(payload.size());
+    message.owned_payload = lmdx::net::internal::AllocatePayload(payload.size());
     std::memcpy(message.owned_payload.get(), payload.data(), payload.size());
     message.payload = message.owned_payload.get();
   }

@@ -27,7 +27,7 @@ class Frames {
     raw.tag = tag;
     raw.sequence = sequence;
     message.body = raw.Encode();
-    message.owned_payload = std::make_unique<std::uint8_t[]>(text.size() + 1);
+    message.owned_payload = internal::AllocatePayload(text.size() + 1);
     std::memcpy(message.owned_payload.get(), text.data(), text.size());
     message.payload = message.owned_payload.get();
     return message;

@@ -5,6 +5,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -68,11 +69,67 @@ TEST(PayloadBufferTest, EveryByteOfALargePayloadHoldsWhatWasWritten) {
   }
 }
 
+TEST(PayloadBufferTest, AFreedLargeBufferServesTheNextLargePayloadOfAboutItsSize) {
+  FreeCachedPayloads();
+  constexpr std::uint64_t kLength = 2 * kHugePayloadBytes;
+  const std::uint8_t* first = nullptr;
+  std::uint64_t cached_before = CachedPayloadBytes();
+  EXPECT_EQ(cached_before, 0u);
+  {
+    PayloadBuffer buffer = AllocatePayload(kLength);
+    first = buffer.get();
+    buffer[kLength - 1] = 42;
+  }
+  EXPECT_EQ(CachedPayloadBytes(), cached_before + kLength);
+  {
+    // Smaller, but more than half: the kept buffer serves it.
+    PayloadBuffer again = AllocatePayload(kLength - 4096);
+    EXPECT_EQ(again.get(), first);
+    EXPECT_EQ(CachedPayloadBytes(), cached_before);
+  }
+  {
+    // Less than half its size: a kept buffer that large is not pinned by it.
+    PayloadBuffer smaller = AllocatePayload(kHugePayloadBytes - 1);
+    EXPECT_NE(smaller.get(), first);
+    // Larger than any kept buffer: a fresh one.
+    PayloadBuffer larger = AllocatePayload(kLength + 1);
+    EXPECT_NE(larger.get(), first);
+  }
+}
+
+TEST(PayloadBufferTest, KeptBuffersStayWithinTheLimitTheOldestGoingFirst) {
+  FreeCachedPayloads();
+  constexpr std::uint64_t kLength = kCachedPayloadLimit / 3;
+  std::vector<PayloadBuffer> buffers;
+  for (int i = 0; i < 5; ++i) buffers.push_back(AllocatePayload(kLength + i));
+  const std::uint8_t* newest = buffers.back().get();
+  buffers.clear();  // freed oldest first
+  EXPECT_LE(CachedPayloadBytes(), kCachedPayloadLimit);
+  EXPECT_GE(CachedPayloadBytes(), 2 * kLength);
+  // The most recently freed is among those kept.
+  std::vector<PayloadBuffer> again;
+  bool found = false;
+  for (int i = 0; i < 3; ++i) {
+    again.push_back(AllocatePayload(kLength));
+    found |= again.back().get() == newest;
+  }
+  EXPECT_TRUE(found);
+  // A buffer larger than the limit is never kept.
+  again.clear();
+  std::uint64_t before = CachedPayloadBytes();
+  { PayloadBuffer huge = AllocatePayload(kCachedPayloadLimit + 1); }
+  EXPECT_EQ(CachedPayloadBytes(), before);
+}
+
 TEST(PayloadBufferTest, SmallPayloadIsAPlainBuffer) {
-  auto buffer = AllocatePayload(100);
-  ASSERT_NE(buffer, nullptr);
-  for (int i = 0; i < 100; ++i) buffer[i] = static_cast<std::uint8_t>(i);
-  EXPECT_EQ(buffer[99], 99);
+  std::uint64_t cached_before = CachedPayloadBytes();
+  {
+    auto buffer = AllocatePayload(100);
+    ASSERT_NE(buffer, nullptr);
+    for (int i = 0; i < 100; ++i) buffer[i] = static_cast<std::uint8_t>(i);
+    EXPECT_EQ(buffer[99], 99);
+  }
+  EXPECT_EQ(CachedPayloadBytes(), cached_before) << "a small buffer was kept";
 }
 
 }  // namespace
