@@ -20,7 +20,7 @@ struct CachedBuffer {
 class PayloadCache {
  public:
   // A kept buffer of at least length bytes and at most twice that (a small payload must not pin
-  // a much larger buffer), the best fit; nullptr when none fits.
+  // a much larger buffer), the best fit; an empty one when none fits.
   CachedBuffer Take(std::uint64_t length) {
     std::lock_guard lock(mutex_);
     auto best = buffers_.end();
