@@ -79,6 +79,14 @@ class Completion {
   // and may destroy it, and itself end, once it has seen done_ and taken the lock once more, so
   // nothing here touches either after the unlock.
   void Signal() {
+    if (driven_here_ == this) {
+      // The waiter is this very thread, running callbacks in DriveBriefly: it neither sleeps nor
+      // parks, and it looks at done_ once the callback returns. The lock and the notification
+      // were a good part of a shared-memory message's receive.
+      signalled_here_ = true;
+      done_.store(true, std::memory_order_release);
+      return;
+    }
     std::lock_guard lock(mutex_);
     done_.store(true, std::memory_order_release);
     ready_.notify_all();
@@ -128,6 +136,7 @@ class Completion {
   // lets the waiter destroy this object (see Signal). Spares a wait already over the board.
   bool DoneAndReleased() {
     if (!done()) return false;
+    if (signalled_here_) return true;  // no other thread was ever in Signal
     std::lock_guard lock(mutex_);
     return true;
   }
@@ -179,12 +188,30 @@ class Completion {
   void DriveBriefly() {
     if (done()) return;
     CompletionDriver* driver = driver_.load(std::memory_order_acquire);
-    if (driver != nullptr) driver->DriveBriefly(*this);
+    if (driver == nullptr) return;
+    DrivenHere here(this);
+    driver->DriveBriefly(*this);
   }
+  // Marks the completion this thread drives for, so that a Signal from its own callbacks takes
+  // the short way.
+  class DrivenHere {
+   public:
+    explicit DrivenHere(Completion* completion) : previous_(driven_here_) {
+      driven_here_ = completion;
+    }
+    ~DrivenHere() { driven_here_ = previous_; }
+    DrivenHere(const DrivenHere&) = delete;
+    DrivenHere& operator=(const DrivenHere&) = delete;
+
+   private:
+    Completion* previous_;
+  };
 
   static inline std::atomic<CompletionDriver*> driver_{nullptr};
   static inline std::atomic<Parking*> parking_{nullptr};
-  void* parked_ = nullptr;  // the user-level thread parked in Wait, guarded by mutex_
+  static inline thread_local Completion* driven_here_ = nullptr;
+  void* parked_ = nullptr;       // the user-level thread parked in Wait, guarded by mutex_
+  bool signalled_here_ = false;  // Signal ran on the waiting thread itself (only it touches this)
   bool waits_in_bursts_ = false;
   std::mutex mutex_;
   std::condition_variable ready_;

@@ -125,6 +125,7 @@ void Mailbox::DeliverInOrder(Queued queued) {
     if (posted->claimed || !Matches(posted->source, posted->tag, source, queued.tag)) continue;
     if (length > posted->capacity) {
       posted->result = Truncated(source, queued.tag, length, posted->capacity);
+      KeepPayload(queued.message);
       unexpected_.push_back(std::move(queued));
     } else {
       if (length > 0) std::memcpy(posted->buffer, queued.message.payload, length);
@@ -133,6 +134,7 @@ void Mailbox::DeliverInOrder(Queued queued) {
     Complete(posted);
     return;
   }
+  KeepPayload(queued.message);
   unexpected_.push_back(std::move(queued));
 }
 
@@ -162,6 +164,7 @@ void Mailbox::Deliver(InboundMessage message) {
               std::to_string(raw->sequence) + "; dropped");
       return;
     }
+    KeepPayload(message);
     order.early.emplace(raw->sequence, Queued{std::move(message), raw->tag});
     return;
   } else {

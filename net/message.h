@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -39,7 +40,20 @@ struct InboundMessage {
   std::uint8_t* payload = nullptr;  // header.payload_length bytes
   internal::PayloadBuffer owned_payload;
   bool payload_placed = false;  // payload points into memory the receiver named
+  // payload points into the transport's own memory (a shared-memory cell) and is valid only while
+  // the frame's handler runs: whoever keeps the message copies it first (KeepPayload). Only raw
+  // frames come so; their mailbox copies the payload into the receive buffer it matches.
+  bool payload_borrowed = false;
 };
+
+// Gives a message whose payload is borrowed a buffer of its own. Throws std::bad_alloc.
+inline void KeepPayload(InboundMessage& message) {
+  if (!message.payload_borrowed) return;
+  message.owned_payload = internal::AllocatePayload(message.header.payload_length);
+  std::memcpy(message.owned_payload.get(), message.payload, message.header.payload_length);
+  message.payload = message.owned_payload.get();
+  message.payload_borrowed = false;
+}
 
 }  // namespace lmdx::net
 

@@ -180,7 +180,6 @@ bool ShmConnection::Poll() {
   std::uint64_t available = in_.Available();
   bool found = TakeCells();
   if (available == 0 || closed_flag_.load(std::memory_order_relaxed)) return found;
-  auto self = shared_from_this();  // a handler may close this connection
   std::uint64_t budget = kReadBudget;
   std::uint64_t taken = 0;  // read but not yet handed back to the writer
   auto give_back = [&] {
@@ -249,7 +248,6 @@ bool ShmConnection::Poll() {
 bool ShmConnection::TakeCells() {
   const std::uint8_t* bytes = in_cells_.Peek();
   if (bytes == nullptr) return false;
-  auto self = shared_from_this();  // a handler may close this connection
   // At most a ring's worth per call, so that a peer that keeps writing cannot hold the poll.
   for (std::uint32_t count = 0; bytes != nullptr && count < CellRing::kCells; ++count) {
     if (closed_flag_.load(std::memory_order_relaxed) || !DeliverCell(bytes)) return true;
@@ -279,7 +277,12 @@ bool ShmConnection::DeliverCell(const std::uint8_t* bytes) {
   message.header = *header;
   const std::uint8_t* body = bytes + kFrameHeaderSize;
   message.body.assign(reinterpret_cast<const char*>(body), body_length);
-  if (payload_length > 0) {
+  if (payload_length > 0 && header->type == MessageType::kRaw) {
+    // The mailbox copies it from the cell into the receive it matches, or into a buffer of the
+    // message's own: one pass under its lock instead of a placement and a delivery.
+    message.payload = const_cast<std::uint8_t*>(body + body_length);
+    message.payload_borrowed = true;
+  } else if (payload_length > 0) {
     if (!PreparePayload(host_, message, &error)) {
       Close(error);
       return false;

@@ -61,7 +61,9 @@ class ShmConnection : public std::enable_shared_from_this<ShmConnection> {
   // The segment is mapped and authenticated: register with the engine and flush what is queued.
   void Establish(ShmSetup setup);
   void Send(OutgoingMessage message, bool may_block);
-  // Reads and delivers whole frames; true when anything arrived.
+  // Reads and delivers whole frames; true when anything arrived. The caller holds a reference to
+  // this connection for the call (the transport's polled list, or the callback's own): a handler
+  // may close it, and taking one here cost two atomic operations on every poll of a waiting thread.
   bool Poll();
   bool Arm();
   void Disarm();

@@ -176,6 +176,46 @@ TEST(MailboxTest, PostedReceiveGetsThePayloadPlacedInItsBuffer) {
   EXPECT_EQ(std::string(buffer, result.length), "hello");
 }
 
+// A payload lent by the transport (a shared-memory cell) is gone once Deliver returns: the cell is
+// written again by the next frame. Whatever the mailbox keeps, it must have copied.
+TEST(MailboxTest, ABorrowedPayloadIsCopiedBeforeDeliverReturns) {
+  Mailbox mailbox;
+  char cell[16];
+  auto lend = [&cell](const std::string& text, std::uint64_t sequence) {
+    InboundMessage message = Frames::Numbered(5, "", 0, sequence);
+    message.header.payload_length = text.size();
+    std::memcpy(cell, text.data(), text.size());
+    message.payload = reinterpret_cast<std::uint8_t*>(cell);
+    message.payload_borrowed = true;
+    return message;
+  };
+  // Number 1 overtakes number 0 (it waits among the early), then 0 arrives with nobody
+  // receiving (it waits among the unexpected), then 2 (the same); each time the cell is
+  // overwritten after Deliver.
+  mailbox.Deliver(lend("second", 1));
+  std::memset(cell, 'x', sizeof cell);
+  mailbox.Deliver(lend("first", 0));
+  std::memset(cell, 'y', sizeof cell);
+  mailbox.Deliver(lend("third message", 2));
+  std::memset(cell, 'z', sizeof cell);
+  EXPECT_EQ(Take(mailbox, 5), "first");
+  EXPECT_EQ(Take(mailbox, 5), "second");
+  // Too small a receive leaves the message queued, with its bytes.
+  char small[4];
+  EXPECT_EQ(mailbox.Receive(5, LMDX_ANY_TAG, small, sizeof small, true).code, LMDX_ERR_TRUNCATED);
+  EXPECT_EQ(Take(mailbox, 5), "third message");
+  // A receiver that waits meanwhile.
+  Mailbox::Result result;
+  std::string got;
+  std::thread receiver([&] { got = Take(mailbox, 5, LMDX_ANY_TAG, &result); });
+  // Whether it has posted yet or not, it gets the bytes the cell held at Deliver.
+  mailbox.Deliver(lend("fourth", 3));
+  std::memset(cell, 'w', sizeof cell);
+  receiver.join();
+  EXPECT_EQ(result.code, LMDX_OK);
+  EXPECT_EQ(got, "fourth");
+}
+
 TEST(MailboxTest, LosingTheSourceFailsItsReceiver) {
   Mailbox mailbox;
   Mailbox::Result result;

@@ -162,5 +162,42 @@ TEST_F(ProgressEngineTest, AConversationDoesNotArmTheLazyPollerBetweenItsMessage
   EXPECT_LT(lazy_.arms() - arms_before, 150);
 }
 
+// A driver whose drive runs the callback that completes the waiter's own completion, as the
+// engine does when a waiting thread takes its message. The waiter is the signaller then, and the
+// signal takes a shorter way (no lock, no notification): the wait must still end, and a completion
+// signalled by another thread meanwhile must still wake its sleeper.
+class SignallingDriver : public CompletionDriver {
+ public:
+  void DriveBriefly(Completion& completion) override {
+    ++drives;
+    if (signal_own) completion.Signal();
+  }
+  std::atomic<int> drives{0};
+  std::atomic<bool> signal_own{true};
+};
+
+TEST(CompletionTest, ASignalFromTheWaitersOwnDriveEndsItsWait) {
+  SignallingDriver driver;
+  Completion::SetDriver(&driver);
+  for (int i = 0; i < 3; ++i) {
+    Completion done;
+    done.Wait();
+    EXPECT_TRUE(done.done());
+    EXPECT_TRUE(done.WaitFor(milliseconds(0)));
+  }
+  EXPECT_EQ(driver.drives.load(), 3);
+
+  driver.signal_own = false;
+  Completion later;
+  std::thread signaller([&later] {
+    std::this_thread::sleep_for(milliseconds(20));
+    later.Signal();
+  });
+  later.Wait();
+  signaller.join();
+  EXPECT_TRUE(later.done());
+  Completion::SetDriver(nullptr);
+}
+
 }  // namespace
 }  // namespace lmdx::net
