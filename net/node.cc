@@ -647,6 +647,7 @@ void Node::OnMessage(InboundMessage message) {
   counters.received_bytes.fetch_add(message.header.body_length + message.header.payload_length,
                                     std::memory_order_relaxed);
   if (message.header.is_reply()) {
+    KeepPayload(message);  // its waiter reads it later (only a malformed raw frame lends one)
     CompleteRequest(std::move(message));
     return;
   }

@@ -20,7 +20,9 @@ class TransportHost {
   // Where the payload of this frame should land: memory the receiver named (a posted receive
   // buffer of at least header.payload_length bytes), or nullptr for a buffer of the message's own.
   virtual std::uint8_t* PlacePayload(const FrameHeader& header, const std::string& body) = 0;
-  // A whole frame arrived from an authenticated peer.
+  // A whole frame arrived from an authenticated peer. A raw frame's payload may be borrowed
+  // (InboundMessage::payload_borrowed): a host that keeps the message past this call copies the
+  // payload first (KeepPayload).
   virtual void OnMessage(InboundMessage message) = 0;
   // An authenticated peer's connection ended or failed.
   virtual void OnPeerLost(int rank, const std::string& why) = 0;

@@ -23,6 +23,7 @@ class RecordingHost : public TransportHost {
  public:
   std::uint8_t* PlacePayload(const FrameHeader&, const std::string&) override { return nullptr; }
   void OnMessage(InboundMessage message) override {
+    KeepPayload(message);  // a raw frame's payload may still lie in a shared-memory cell
     std::lock_guard lock(mutex_);
     messages_.push_back(std::move(message));
     changed_.notify_all();
