@@ -99,6 +99,12 @@ class FabricTransport : public Transport, private ProgressEngine::Poller {
   bool Deliver();
   // Moves peer's frames along in order: places, fetches, hands over. True if any moved.
   bool AdvancePeer(Peer& peer);
+  // Where a rendezvous frame's payload goes: memory the node names, or (once waiting for that
+  // is over) a buffer of the frame's own; nullptr while the frame waits for its receive.
+  // *error is set when no buffer could be had.
+  void* RendezvousTarget(Peer& peer, Inbound& inbound, std::string* error);
+  // On the progress thread when a frame's wait for its receive may be over.
+  void OnPlacementDeadline();
 
   // ProgressEngine::Poller.
   bool Poll() override;
@@ -132,6 +138,9 @@ class FabricTransport : public Transport, private ProgressEngine::Poller {
   std::vector<std::pair<std::function<void(bool)>, bool>> finished_sends_;
   std::vector<std::pair<int, std::string>> lost_;
   std::set<int> peers_with_arrivals_;
+  // Peers whose next frame waits for its receive to be posted (RendezvousTarget): every Deliver
+  // looks again, but they do not keep the progress thread from sleeping as arrivals do.
+  std::set<int> peers_waiting_for_receives_;
   std::vector<ucp_ep_h> failed_endpoints_;  // closed by force outside UCX's callbacks
   bool closing_ = false;
 };

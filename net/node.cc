@@ -49,6 +49,7 @@ class CountingHost : public TransportHost {
   std::uint8_t* PlacePayload(const FrameHeader& header, const std::string& body) override {
     return node_.PlacePayload(header, body);
   }
+  bool MayPlaceLater(const FrameHeader& header) override { return node_.MayPlaceLater(header); }
   void OnMessage(InboundMessage message) override {
     int source = message.header.source;
     if (source >= 0 && source < static_cast<int>(received_.size())) {
@@ -452,6 +453,9 @@ void Node::SendBlocking(int dest, OutgoingMessage message, int network) {
   }
   // The payload is the caller's memory: wait until the kernel has it.
   Completion sent;
+  // A raw message's sender is in a conversation: it is likely to wait again within
+  // microseconds (for the answer), as a receiver is (Completion::SetWaitsInBursts).
+  if (message.header.type == MessageType::kRaw) sent.SetWaitsInBursts();
   bool ok = false;
   message.on_sent = [&sent, &ok](bool result) {
     ok = result;

@@ -198,6 +198,9 @@ class Node : public TransportHost {
 
   // TransportHost.
   std::uint8_t* PlacePayload(const FrameHeader& header, const std::string& body) override;
+  bool MayPlaceLater(const FrameHeader& header) override {
+    return header.type == MessageType::kRaw;
+  }
   void OnMessage(InboundMessage message) override;
   void OnPeerLost(int rank, const std::string& why) override;
 

@@ -20,6 +20,11 @@ class TransportHost {
   // Where the payload of this frame should land: memory the receiver named (a posted receive
   // buffer of at least header.payload_length bytes), or nullptr for a buffer of the message's own.
   virtual std::uint8_t* PlacePayload(const FrameHeader& header, const std::string& body) = 0;
+  // True when a frame that PlacePayload found no memory for may find some soon: a raw message
+  // whose receive is not posted yet. A transport that can leave a payload at its sender for a
+  // while (fabric's rendezvous) then asks again before fetching it into a buffer of its own,
+  // which would cost the receive a second copy.
+  virtual bool MayPlaceLater(const FrameHeader& /*header*/) { return false; }
   // A whole frame arrived from an authenticated peer. A raw frame's payload may be borrowed
   // (InboundMessage::payload_borrowed): a host that keeps the message past this call copies the
   // payload first (KeepPayload).

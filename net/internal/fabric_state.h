@@ -50,6 +50,9 @@ struct FabricTransport::Inbound {
   bool release_data = false;         // kHeld: data is UCX's, released after the copy
   internal::PayloadBuffer own_data;  // a copy, or the fetch of body and payload
   std::string failure;
+  // kRendezvous: when the wait for a receive to place the payload in ends (ms, MonotonicMs);
+  // -1 until the first attempt found none.
+  std::int64_t place_by_ms = -1;
 };
 
 struct FabricTransport::Peer {

@@ -33,12 +33,14 @@ UcxWorker::UcxWorker(std::size_t expected_endpoints) {
   if (std::getenv("UCX_RNDV_SCHEME") == nullptr && UcxMayUseSharedMemory()) {
     Ucx().config_modify(config, "RNDV_SCHEME", "put_zcopy");
   }
-  // With shared memory alone, a 1 MiB message went faster eager, through UCX's queue, than by
-  // rendezvous (220-240 us against 350-460 in alternate runs), and 2 MiB slower (640-770 against
-  // 450-510). Over tcp eager 1 MiB was slower, and the threshold is one for every transport, so it
-  // moves only when no peer can be reached otherwise. A threshold the user set stands.
-  if (std::getenv("UCX_RNDV_THRESH") == nullptr && UcxReachesOnlySharedMemory()) {
-    Ucx().config_modify(config, "RNDV_THRESH", "1536k");
+  // Active messages go by rendezvous from 64 KiB unless the user set UCX_RNDV_THRESH. UCX 1.13's
+  // own threshold for them sent 32 KiB by rendezvous over its tcp, whose three trips took 68-87 us
+  // against 25-27 eager (OpenMPI's tagged messages: 27-37), and over its shared memory 32 KiB took
+  // 7-10 us against 3.5-5.6 eager. From 256 KiB on rendezvous is as fast or faster, its data
+  // landing straight in the posted receive (FabricTransport::RendezvousTarget); the eager 1 MiB
+  // over shared memory that an earlier threshold of 1.5 MiB chose took 94-194 us against 90-93.
+  if (std::getenv("UCX_RNDV_THRESH") == nullptr) {
+    Ucx().config_modify(config, "RNDV_THRESH", "64k");
   }
 
   ucp_params_t params{};
@@ -131,15 +133,6 @@ bool UcxMayUseSharedMemory() {
   return std::any_of(tls.names.begin(), tls.names.end(), [](std::string_view name) {
     return name == "all" || IsSharedMemoryTransport(name);
   });
-}
-
-bool UcxReachesOnlySharedMemory() {
-  TlsList tls = ReadUcxTls();
-  if (tls.excluding) return false;
-  return std::any_of(tls.names.begin(), tls.names.end(), IsSharedMemoryTransport) &&
-         std::all_of(tls.names.begin(), tls.names.end(), [](std::string_view name) {
-           return name == "self" || IsSharedMemoryTransport(name);
-         });
 }
 
 std::string UcxStatusText(std::string_view step, ucs_status_t status) {

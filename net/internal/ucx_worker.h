@@ -44,9 +44,6 @@ class UcxWorker {
 // Whether UCX_TLS lets UCX reach a peer on this host through shared memory (unset, "all", an
 // exclusion list that spares them, or a list naming sm, posix, sysv, cma, xpmem or knem).
 bool UcxMayUseSharedMemory();
-// Whether UCX_TLS names shared-memory transports only (and perhaps self): every peer UCX can
-// reach is then on this host.
-bool UcxReachesOnlySharedMemory();
 
 // "step: UCX's text for status", for errors and log lines.
 std::string UcxStatusText(std::string_view step, ucs_status_t status);

@@ -3,12 +3,14 @@
 #ifndef LMDX_TESTS_NET_IN_PROCESS_HOST_H_
 #define LMDX_TESTS_NET_IN_PROCESS_HOST_H_
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "net/job_secret.h"
@@ -18,10 +20,29 @@
 
 namespace lmdx::net {
 
-// Keeps what arrives; payloads land in buffers of their own.
+// Keeps what arrives; payloads land in buffers of their own unless a test posts a receive.
 class RecordingHost : public TransportHost {
  public:
-  std::uint8_t* PlacePayload(const FrameHeader&, const std::string&) override { return nullptr; }
+  // The next payload that fits lands in buffer, as a posted receive's would (once). The buffer is
+  // offered only once the transport has asked after_asks times: a receive posted just after its
+  // message's announcement arrived, whatever the threads' timing.
+  void PostReceive(std::uint8_t* buffer, std::size_t capacity, int after_asks = 0) {
+    std::lock_guard lock(mutex_);
+    posted_ = buffer;
+    posted_capacity_ = capacity;
+    posted_after_asks_ = placements_asked_ + after_asks;
+  }
+  // Raw frames that find no posted receive may find one later (MayPlaceLater), as a node's do.
+  void ReceivesMayComeLater() { may_place_later_ = true; }
+  std::uint8_t* PlacePayload(const FrameHeader& header, const std::string&) override {
+    std::lock_guard lock(mutex_);
+    if (placements_asked_++ < posted_after_asks_) return nullptr;
+    if (posted_ == nullptr || header.payload_length > posted_capacity_) return nullptr;
+    return std::exchange(posted_, nullptr);
+  }
+  bool MayPlaceLater(const FrameHeader& header) override {
+    return may_place_later_ && header.type == MessageType::kRaw;
+  }
   void OnMessage(InboundMessage message) override {
     KeepPayload(message);  // a raw frame's payload may still lie in a shared-memory cell
     std::lock_guard lock(mutex_);
@@ -49,6 +70,11 @@ class RecordingHost : public TransportHost {
   std::condition_variable changed_;
   std::vector<InboundMessage> messages_;
   std::string lost_;
+  std::uint8_t* posted_ = nullptr;
+  std::size_t posted_capacity_ = 0;
+  int placements_asked_ = 0;
+  int posted_after_asks_ = 0;
+  std::atomic<bool> may_place_later_{false};
 };
 
 inline JobSecret TestSecret() {

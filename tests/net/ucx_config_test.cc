@@ -39,7 +39,6 @@ bool With(std::optional<std::string> tls) {
   return check();
 }
 constexpr auto MayUseSharedMemory = With<UcxMayUseSharedMemory>;
-constexpr auto ReachesOnlySharedMemory = With<UcxReachesOnlySharedMemory>;
 
 TEST(UcxConfigTest, SharedMemoryIsAllowedUnlessUcxTlsLeavesItOut) {
   EXPECT_TRUE(MayUseSharedMemory(std::nullopt));
@@ -54,19 +53,6 @@ TEST(UcxConfigTest, SharedMemoryIsAllowedUnlessUcxTlsLeavesItOut) {
   EXPECT_FALSE(MayUseSharedMemory("^sm"));
   EXPECT_FALSE(MayUseSharedMemory("^tcp,shm"));
   EXPECT_FALSE(MayUseSharedMemory("smx"));  // a name is matched whole
-}
-
-TEST(UcxConfigTest, OnlySharedMemoryWhenUcxTlsNamesNothingElse) {
-  EXPECT_TRUE(ReachesOnlySharedMemory("sm"));
-  EXPECT_TRUE(ReachesOnlySharedMemory("posix,cma"));
-  EXPECT_TRUE(ReachesOnlySharedMemory("self,sm"));
-  EXPECT_FALSE(ReachesOnlySharedMemory(std::nullopt));
-  EXPECT_FALSE(ReachesOnlySharedMemory(""));
-  EXPECT_FALSE(ReachesOnlySharedMemory("all"));
-  EXPECT_FALSE(ReachesOnlySharedMemory("self"));
-  EXPECT_FALSE(ReachesOnlySharedMemory("sm,tcp"));
-  EXPECT_FALSE(ReachesOnlySharedMemory("^tcp"));
-  EXPECT_FALSE(ReachesOnlySharedMemory("smx"));
 }
 
 }  // namespace
