@@ -83,6 +83,10 @@ Mailbox::Result Mailbox::Receive(int source, int tag, void* buffer, std::size_t 
     Post(&posted);
     posted.done.SetWaitsInBursts();
   }
+  if (notice_next_post_.load(std::memory_order_acquire) &&
+      notice_next_post_.exchange(false, std::memory_order_acq_rel) && on_posted_) {
+    on_posted_();
+  }
   WaitReason reason{"lmdx_recv", {}, source};
   if (!posted.done.WaitUnlessInterrupted(&reason)) {
     std::lock_guard lock(mutex_);

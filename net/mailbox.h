@@ -1,9 +1,11 @@
 #ifndef LMDX_NET_MAILBOX_H_
 #define LMDX_NET_MAILBOX_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -56,6 +58,12 @@ class Mailbox {
   std::uint8_t* Place(const FrameHeader& header, const std::string& body);
   // Progress thread: a whole raw message arrived (its payload placed or not).
   void Deliver(InboundMessage message);
+  // A transport keeps a raw message's data at its sender until a receive names memory for it
+  // (TransportHost::MayPlaceLater): the next receive posted calls on_posted (outside the lock),
+  // which wakes whoever must look again. A receiving thread that parks never polls the network
+  // itself. Asked again for each wait.
+  void NoticeNextPost() { notice_next_post_.store(true, std::memory_order_release); }
+  void SetPostedHook(std::function<void()> on_posted) { on_posted_ = std::move(on_posted); }
   // A source vanished: receives waiting for it alone, or filling from it, fail.
   void FailSource(int source, const std::string& why);
 
@@ -98,6 +106,8 @@ class Mailbox {
   void Complete(Posted* posted);
   void Unlist(Posted* posted);  // callers hold mutex_
 
+  std::atomic<bool> notice_next_post_{false};
+  std::function<void()> on_posted_;  // set before the node joins
   std::mutex mutex_;
   std::deque<Queued> unexpected_;
   Posted* first_posted_ = nullptr;  // in posting order

@@ -85,6 +85,8 @@ Node::Node(const BootstrapInfo& info, const Setup& before_join)
   crowding::AssumeAllHere(info_.size);
   StartTransports();
   RegisterBuiltinHandlers();
+  // The progress thread polls every transport once it has run the (empty) task.
+  mailbox_.SetPostedHook([this] { engine_.Post([] {}); });
   if (before_join) before_join(*this);
   JoinThroughRendezvous();
   if (info_.rank == 0) {
@@ -622,6 +624,14 @@ void Node::ReplyError(const ReplyTo& to, lmdx_error code, const std::string& tex
   message.header.request_id = to.request_id;
   message.body = error.SerializeAsString();
   SendFrame(to.dest, std::move(message));
+}
+
+bool Node::MayPlaceLater(const FrameHeader& header) {
+  if (header.type != MessageType::kRaw) return false;
+  // The transport looks again on its polls; a receiver that parks does not poll, so the next
+  // receive posted wakes the progress thread to look (the mailbox's posted hook).
+  mailbox_.NoticeNextPost();
+  return true;
 }
 
 std::uint8_t* Node::PlacePayload(const FrameHeader& header, const std::string& body) {

@@ -198,9 +198,7 @@ class Node : public TransportHost {
 
   // TransportHost.
   std::uint8_t* PlacePayload(const FrameHeader& header, const std::string& body) override;
-  bool MayPlaceLater(const FrameHeader& header) override {
-    return header.type == MessageType::kRaw;
-  }
+  bool MayPlaceLater(const FrameHeader& header) override;
   void OnMessage(InboundMessage message) override;
   void OnPeerLost(int rank, const std::string& why) override;
 

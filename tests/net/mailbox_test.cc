@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <thread>
@@ -71,6 +72,54 @@ TEST(MailboxTest, KeepsTheOrderOfEachSource) {
   Mailbox::Result result;
   EXPECT_EQ(Take(mailbox, LMDX_ANY_SOURCE, LMDX_ANY_TAG, &result), "a2");
   EXPECT_EQ(result.source, 1);
+}
+
+// A transport that keeps a message's data at its sender until a receive is posted asks to hear
+// of the next post; the hook runs once per asking, and only for a receive that waits.
+TEST(MailboxTest, TheNextPostedReceiveIsNoticedOncePerAsking) {
+  Mailbox mailbox;
+  Frames frames;
+  std::atomic<int> noticed{0};
+  mailbox.SetPostedHook([&] { ++noticed; });
+
+  auto receive_in_thread = [&](const std::string& text) {
+    std::string got;
+    std::thread receiver([&] { got = Take(mailbox, 1); });
+    // Deliver once the receive is posted, as the transport would once it looked again (or after
+    // 10 s, when the notice never came and the counts below fail).
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (noticed.load() == 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+    mailbox.Deliver(frames.Next(1, text));
+    receiver.join();
+    return got;
+  };
+  mailbox.NoticeNextPost();
+  EXPECT_EQ(receive_in_thread("first"), "first");
+  EXPECT_EQ(noticed.load(), 1);
+
+  // Not asked again: a posted receive runs no hook.
+  mailbox.Deliver(frames.Next(1, "queued"));
+  EXPECT_EQ(Take(mailbox, 1), "queued");  // matched at once, never posted
+  char buffer[8];
+  EXPECT_EQ(mailbox.Receive(1, LMDX_ANY_TAG, buffer, sizeof buffer, /*wait=*/false).code, 1);
+  std::thread late_sender([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    mailbox.Deliver(frames.Next(1, "late"));
+  });
+  EXPECT_EQ(Take(mailbox, 1), "late");
+  late_sender.join();
+  EXPECT_EQ(noticed.load(), 1);
+
+  // Asked, but the receive finds its message queued: nothing is posted, the asking stands.
+  mailbox.NoticeNextPost();
+  mailbox.Deliver(frames.Next(1, "waiting"));
+  EXPECT_EQ(Take(mailbox, 1), "waiting");
+  EXPECT_EQ(noticed.load(), 1);
+  noticed = 0;
+  EXPECT_EQ(receive_in_thread("second"), "second");
+  EXPECT_EQ(noticed.load(), 1);
 }
 
 TEST(MailboxTest, ATagReceiveTakesTheFirstMessageWithThatTag) {
