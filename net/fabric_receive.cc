@@ -246,40 +246,61 @@ bool FabricTransport::AdvancePeer(Peer& peer) {
 // arrives: in a ping-pong the receiver is still finishing its own send. Fetched at once, the data
 // would land in a buffer of the message's own and be copied again into the receive, which
 // halved the rate of large messages (45% of 1 MiB ping-pong messages over UCX's shared memory
-// found no receive). So the data stays at the sender for up to kWaitForReceiveMs, while the node
-// may still name memory for it; a later frame from the same peer ends the wait at once, since it
-// must not queue behind a receive that may be far off. The limit keeps programs that send large
-// messages both ways before receiving (which rendezvous alone would deadlock) going.
-constexpr std::int64_t kWaitForReceiveMs = 2;
-
+// found no receive). So the data stays at the sender for a while (wait_for_receive_ms_), while
+// the node may still name memory for it. A later frame from the same peer ends the wait at once:
+// it must not queue behind a receive that may be far off. A wait that runs out means the
+// receiver is busy elsewhere (computing, or polling with lmdx_try_recv, which posts nothing): the
+// peer's frames then go on at once, as before, until one finds its receive posted ahead, so a
+// sender that runs ahead of its receiver pays one wait, not one per message. The limit also keeps
+// programs that send large messages both ways before receiving (which rendezvous alone would
+// deadlock) going.
 void* FabricTransport::RendezvousTarget(Peer& peer, Inbound& inbound, std::string* error) {
   InboundMessage& message = inbound.message;
-  if (!inbound.body_in_data) {
+  auto place = [&] {
     message.payload = host_.PlacePayload(message.header, message.body);
-    if (message.payload != nullptr) {
-      message.payload_placed = true;
+    message.payload_placed = message.payload != nullptr;
+    return message.payload_placed;
+  };
+  if (!inbound.body_in_data) {
+    bool waiting = inbound.place_by_ms >= 0;
+    // Asked for before the look, so that a receive posted just after it still wakes a look (a
+    // receiver that parks never polls).
+    if (waiting) host_.WakeOnNextReceive();
+    bool may_wait = host_.MayPlaceLater(message.header);
+    if (place()) {
+      if (may_wait && !waiting) {
+        std::lock_guard lock(ucx_mutex_);
+        peer.waits_for_receives = true;  // this receiver posts ahead
+      }
       return message.payload;
     }
-    if (host_.MayPlaceLater(message.header)) {
-      std::int64_t now = MonotonicMs();
-      bool schedule = false;
+    if (may_wait && !waiting) {
       {
         std::lock_guard lock(ucx_mutex_);
-        if (inbound.place_by_ms < 0) {
-          inbound.place_by_ms = now + kWaitForReceiveMs;
-          schedule = true;
-        }
-        bool later_frame_waits = peer.arrived.size() > 1;
-        if (!later_frame_waits && now < inbound.place_by_ms && !closing_ && !peer.lost) {
-          peers_waiting_for_receives_.insert(peer.rank);
-          if (schedule) {
-            // Nobody may poll meanwhile: the progress thread ends the wait if a poll does not.
-            engine_.PostAfter(static_cast<int>(kWaitForReceiveMs) + 1,
-                              [this] { OnPlacementDeadline(); });
-          }
-          return nullptr;
-        }
+        may_wait = peer.waits_for_receives;
       }
+      if (may_wait) {
+        host_.WakeOnNextReceive();
+        if (place()) return message.payload;  // posted between the first look and the notice
+      }
+    }
+    if (may_wait) {
+      std::int64_t now = MonotonicMs();
+      std::lock_guard lock(ucx_mutex_);
+      bool start = !waiting;
+      if (start) inbound.place_by_ms = now + wait_for_receive_ms_;
+      bool later_frame_waits = peer.arrived.size() > 1;
+      if ((start || waiting) && !later_frame_waits && now < inbound.place_by_ms && !closing_ &&
+          !peer.lost) {
+        peers_waiting_for_receives_.insert(peer.rank);
+        if (start) {
+          // Nobody may poll meanwhile: the progress thread ends the wait if a poll does not.
+          engine_.PostAfter(static_cast<int>(wait_for_receive_ms_) + 1,
+                            [this] { OnPlacementDeadline(); });
+        }
+        return nullptr;
+      }
+      if (waiting && !later_frame_waits) peer.waits_for_receives = false;  // it ran out
     }
   }
   internal::PayloadBuffer& buffer = inbound.body_in_data ? inbound.own_data : message.owned_payload;
@@ -311,7 +332,8 @@ bool FabricTransport::Deliver() {
     ready.swap(peers_with_arrivals_);
     // Frames waiting for their receives are looked at again, but they are nothing found.
     found = !finished.empty() || !ready.empty();
-    ready.merge(peers_waiting_for_receives_);
+    ready.insert(peers_waiting_for_receives_.begin(), peers_waiting_for_receives_.end());
+    peers_waiting_for_receives_.clear();
   }
   for (auto& [on_sent, sent] : finished) {
     if (on_sent) on_sent(sent);

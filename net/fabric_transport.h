@@ -69,6 +69,11 @@ class FabricTransport : public Transport, private ProgressEngine::Poller {
   bool Read(int dest, std::uint64_t remote_address, const std::string& key, void* local,
             std::size_t size, std::function<void(bool ok)> on_done) override;
 
+  // How long a large raw message's data waits at its sender for its receive to be posted
+  // (RendezvousTarget); 2 ms unless changed before the first frame arrives. Tests lengthen it to
+  // see which event ends a wait.
+  void SetWaitForReceiveMs(int ms) { wait_for_receive_ms_ = ms; }
+
  private:
   struct SendOp;
   struct GetOp;
@@ -128,6 +133,7 @@ class FabricTransport : public Transport, private ProgressEngine::Poller {
   // progress thread wake at the end of each window: so lazy only when a peer on this host may be
   // reached over shared memory (set with the job table).
   std::atomic<bool> arms_lazily_{false};
+  std::int64_t wait_for_receive_ms_ = 2;
   LogLimiter refusals_{"refused fabric messages"};
 
   std::mutex ucx_mutex_;                      // held around every UCX call; guards everything below

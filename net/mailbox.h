@@ -59,7 +59,7 @@ class Mailbox {
   // Progress thread: a whole raw message arrived (its payload placed or not).
   void Deliver(InboundMessage message);
   // A transport keeps a raw message's data at its sender until a receive names memory for it
-  // (TransportHost::MayPlaceLater): the next receive posted calls on_posted (outside the lock),
+  // (TransportHost::WakeOnNextReceive): the next receive posted calls on_posted (outside the lock),
   // which wakes whoever must look again. A receiving thread that parks never polls the network
   // itself. Asked again for each wait.
   void NoticeNextPost() { notice_next_post_.store(true, std::memory_order_release); }

@@ -50,6 +50,7 @@ class CountingHost : public TransportHost {
     return node_.PlacePayload(header, body);
   }
   bool MayPlaceLater(const FrameHeader& header) override { return node_.MayPlaceLater(header); }
+  void WakeOnNextReceive() override { node_.WakeOnNextReceive(); }
   void OnMessage(InboundMessage message) override {
     int source = message.header.source;
     if (source >= 0 && source < static_cast<int>(received_.size())) {
@@ -624,14 +625,6 @@ void Node::ReplyError(const ReplyTo& to, lmdx_error code, const std::string& tex
   message.header.request_id = to.request_id;
   message.body = error.SerializeAsString();
   SendFrame(to.dest, std::move(message));
-}
-
-bool Node::MayPlaceLater(const FrameHeader& header) {
-  if (header.type != MessageType::kRaw) return false;
-  // The transport looks again on its polls; a receiver that parks does not poll, so the next
-  // receive posted wakes the progress thread to look (the mailbox's posted hook).
-  mailbox_.NoticeNextPost();
-  return true;
 }
 
 std::uint8_t* Node::PlacePayload(const FrameHeader& header, const std::string& body) {

@@ -198,7 +198,11 @@ class Node : public TransportHost {
 
   // TransportHost.
   std::uint8_t* PlacePayload(const FrameHeader& header, const std::string& body) override;
-  bool MayPlaceLater(const FrameHeader& header) override;
+  bool MayPlaceLater(const FrameHeader& header) override {
+    return header.type == MessageType::kRaw;
+  }
+  // The mailbox's posted hook wakes the progress thread, which polls every transport.
+  void WakeOnNextReceive() override { mailbox_.NoticeNextPost(); }
   void OnMessage(InboundMessage message) override;
   void OnPeerLost(int rank, const std::string& why) override;
 

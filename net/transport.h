@@ -25,6 +25,10 @@ class TransportHost {
   // while (fabric's rendezvous) then asks again before fetching it into a buffer of its own,
   // which would cost the receive a second copy.
   virtual bool MayPlaceLater(const FrameHeader& /*header*/) { return false; }
+  // A transport that holds data at its sender and looks again only when polled asks for this:
+  // the host then wakes the progress engine once the next receive is posted (a receiver that
+  // parks never polls).
+  virtual void WakeOnNextReceive() {}
   // A whole frame arrived from an authenticated peer. A raw frame's payload may be borrowed
   // (InboundMessage::payload_borrowed): a host that keeps the message past this call copies the
   // payload first (KeepPayload).

@@ -68,6 +68,9 @@ struct FabricTransport::Peer {
   std::map<std::uint64_t, std::unique_ptr<Inbound>> arrived;  // by sequence number
   std::map<std::string, ucp_rkey_h> keys;  // the peer's packed keys, unpacked for endpoint
   bool lost = false;
+  // Its large raw messages wait at the sender for their receives (RendezvousTarget); off after a
+  // wait ran out, on again once one finds its receive posted ahead.
+  bool waits_for_receives = true;
   std::uint8_t goodbye[internal::kAmPrefixSize] = {};
 };
 

@@ -123,8 +123,38 @@ TEST_P(FabricInProcessTest, AMessageNobodyReceivesStillArrives) {
   ExpectNoPeerLost();
 }
 
+TEST_P(FabricInProcessTest, ASenderThatRunsAheadOfItsReceiverWaitsOnce) {
+  ranks_[1].host.ReceivesMayComeLater();
+  ranks_[1].transport->SetWaitForReceiveMs(50);
+  // Take hands over what came since the last Take.
+  auto send_and_take = [&](std::size_t index) {
+    SendRaw(ranks_[0], index, kRendezvousSize);
+    std::vector<InboundMessage> got = ranks_[1].host.Take(1);
+    EXPECT_EQ(got.size(), 1u);
+    if (!got.empty()) ExpectPayload(got[0], index, kRendezvousSize);
+    return got.empty() ? InboundMessage{} : std::move(got[0]);
+  };
+  // Nobody receives: the first message waits for its receive until the wait runs out.
+  EXPECT_FALSE(send_and_take(0).payload_placed);
+  int wakes = ranks_[1].host.wakes_asked();
+  EXPECT_GT(wakes, 0);
+  // This receiver is busy elsewhere: the next message does not wait.
+  EXPECT_FALSE(send_and_take(1).payload_placed);
+  EXPECT_EQ(ranks_[1].host.wakes_asked(), wakes) << "it waited for a receive again";
+  // A receive posted ahead shows the receiver keeps up again: the message after it waits.
+  std::vector<std::uint8_t> receive(kRendezvousSize, 0);
+  ranks_[1].host.PostReceive(receive.data(), receive.size());
+  EXPECT_TRUE(send_and_take(2).payload_placed);
+  EXPECT_EQ(ranks_[1].host.wakes_asked(), wakes);
+  EXPECT_FALSE(send_and_take(3).payload_placed);
+  EXPECT_GT(ranks_[1].host.wakes_asked(), wakes) << "it no longer waits for receives";
+  ExpectNoPeerLost();
+}
+
 TEST_P(FabricInProcessTest, FramesBehindOneWaitingForItsReceiveArriveInOrder) {
   ranks_[1].host.ReceivesMayComeLater();
+  // Waits that only a frame behind can end within the test's time.
+  ranks_[1].transport->SetWaitForReceiveMs(60000);
   const std::size_t sizes[] = {kRendezvousSize, 8, kRendezvousSize + 5, 100};
   for (std::size_t index = 0; index < std::size(sizes); ++index) {
     SendRaw(ranks_[0], index, sizes[index]);

@@ -43,6 +43,9 @@ class RecordingHost : public TransportHost {
   bool MayPlaceLater(const FrameHeader& header) override {
     return may_place_later_ && header.type == MessageType::kRaw;
   }
+  void WakeOnNextReceive() override { ++wakes_asked_; }
+  // The times a transport asked to hear of the next receive (it held a message for one).
+  int wakes_asked() const { return wakes_asked_.load(); }
   void OnMessage(InboundMessage message) override {
     KeepPayload(message);  // a raw frame's payload may still lie in a shared-memory cell
     std::lock_guard lock(mutex_);
@@ -75,6 +78,7 @@ class RecordingHost : public TransportHost {
   int placements_asked_ = 0;
   int posted_after_asks_ = 0;
   std::atomic<bool> may_place_later_{false};
+  std::atomic<int> wakes_asked_{0};
 };
 
 inline JobSecret TestSecret() {
