@@ -36,9 +36,10 @@ UcxWorker::UcxWorker(std::size_t expected_endpoints) {
   // Active messages go by rendezvous from 64 KiB unless the user set UCX_RNDV_THRESH. UCX 1.13's
   // own threshold for them sent 32 KiB by rendezvous over its tcp, whose three trips took 68-87 us
   // against 25-27 eager (OpenMPI's tagged messages: 27-37), and over its shared memory 32 KiB took
-  // 7-10 us against 3.5-5.6 eager. From 256 KiB on rendezvous is as fast or faster, its data
-  // landing straight in the posted receive (FabricTransport::RendezvousTarget); the eager 1 MiB
-  // over shared memory that an earlier threshold of 1.5 MiB chose took 94-194 us against 90-93.
+  // 7-10 us against 3.5-5.6 eager. From 256 KiB on (the next size measured) rendezvous is as fast
+  // or faster, its data landing straight in the posted receive (FabricTransport::
+  // RendezvousTarget); the eager 1 MiB over shared memory that an earlier threshold of 1.5 MiB
+  // chose took 94-194 us against 90-93.
   if (std::getenv("UCX_RNDV_THRESH") == nullptr) {
     Ucx().config_modify(config, "RNDV_THRESH", "64k");
   }
