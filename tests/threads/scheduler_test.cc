@@ -106,18 +106,17 @@ TEST(SchedulerTest, ParkUntilReturnsAtTheDeadlineAndTheWorkerRunsOthersMeanwhile
   std::atomic<int> others_before_return{-1};
   std::atomic<int> others{0};
   Clock::duration slept{};
-  // Long enough for the main thread to spawn the 100 others meanwhile, even under ThreadSanitizer
-  // (about 200 ms there; under a millisecond otherwise).
-  const auto park = std::chrono::milliseconds(500);
+  const auto park = std::chrono::milliseconds(100);
+  std::vector<std::shared_ptr<UserThread>> busy;
   auto sleeper = scheduler.Spawn([&] {
+    // Spawned before the park, whatever the machine's speed: with one worker they can run only
+    // while this thread is parked, and they are ahead of it in the ready queue at its deadline.
+    for (int i = 0; i < 100; ++i) busy.push_back(scheduler.Spawn([&] { others.fetch_add(1); }));
     auto start = Clock::now();
     Scheduler::ParkUntil(start + park);
     slept = Clock::now() - start;
     others_before_return = others.load();
   });
-  std::vector<std::shared_ptr<UserThread>> busy;
-  busy.reserve(100);
-  for (int i = 0; i < 100; ++i) busy.push_back(scheduler.Spawn([&] { others.fetch_add(1); }));
   sleeper->Join();
   for (auto& thread : busy) thread->Join();
   EXPECT_GE(slept, park);
@@ -181,19 +180,19 @@ TEST(SchedulerTest, TimedRuntimeWaitsParkTheUserThread) {
   net::Completion never;
   net::Completion later;
   std::atomic<bool> timed_out{false}, completed{false};
+  std::vector<std::shared_ptr<UserThread>> busy;
   auto waiter = scheduler.Spawn([&] {
-    // As above: long enough for the 50 others to be spawned meanwhile, under TSan too.
-    timed_out = !never.WaitFor(std::chrono::milliseconds(300));
+    // As above: spawned first, they can run only while this thread waits.
+    for (int i = 0; i < 50; ++i) busy.push_back(scheduler.Spawn([&] { others.fetch_add(1); }));
+    timed_out = !never.WaitFor(std::chrono::milliseconds(100));
     others_during_timeout = others.load();
     completed = later.WaitFor(std::chrono::seconds(60));
   });
-  std::vector<std::shared_ptr<UserThread>> busy;
-  busy.reserve(50);
-  for (int i = 0; i < 50; ++i) busy.push_back(scheduler.Spawn([&] { others.fetch_add(1); }));
-  for (auto& thread : busy) thread->Join();
-  std::this_thread::sleep_for(std::chrono::milliseconds(350));
+  while (others_during_timeout.load() < 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   later.Signal();
   waiter->Join();
+  for (auto& thread : busy) thread->Join();
   net::Completion::SetParking(nullptr);
   EXPECT_TRUE(timed_out.load());
   EXPECT_EQ(others_during_timeout.load(), 50);  // one worker: they ran while the waiter was parked
