@@ -287,13 +287,11 @@ void* FabricTransport::RendezvousTarget(Peer& peer, Inbound& inbound, std::strin
     if (may_wait) {
       std::int64_t now = MonotonicMs();
       std::lock_guard lock(ucx_mutex_);
-      bool start = !waiting;
-      if (start) inbound.place_by_ms = now + wait_for_receive_ms_;
+      if (!waiting) inbound.place_by_ms = now + wait_for_receive_ms_;
       bool later_frame_waits = peer.arrived.size() > 1;
-      if ((start || waiting) && !later_frame_waits && now < inbound.place_by_ms && !closing_ &&
-          !peer.lost) {
+      if (!later_frame_waits && now < inbound.place_by_ms && !closing_ && !peer.lost) {
         peers_waiting_for_receives_.insert(peer.rank);
-        if (start) {
+        if (!waiting) {
           // Nobody may poll meanwhile: the progress thread ends the wait if a poll does not.
           engine_.PostAfter(static_cast<int>(wait_for_receive_ms_) + 1,
                             [this] { OnPlacementDeadline(); });
