@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -130,6 +131,13 @@ class Completion {
   // on (a page, a lock, a barrier) leave it off: a request to this node must then be heard at once.
   void SetWaitsInBursts() { waits_in_bursts_ = true; }
   bool waits_in_bursts() const { return waits_in_bursts_; }
+  // How much data the awaited exchange moved (a message's payload), set before Signal. After a
+  // small one the event set too stays with polling threads for the lazy window; a large one takes
+  // long enough that the progress thread's wake-ups at the window's end would cost more than the
+  // system calls it spares (ProgressEngine::EndDriving).
+  static constexpr std::size_t kSmallTransferBytes = 16 * 1024;
+  void SetBytesMoved(std::size_t bytes) { bytes_moved_ = bytes; }
+  std::size_t bytes_moved() const { return bytes_moved_; }
 
  private:
   // Done, and the signaller is out of Signal: the lock taken once after done_ is seen is what
@@ -213,6 +221,7 @@ class Completion {
   void* parked_ = nullptr;       // the user-level thread parked in Wait, guarded by mutex_
   bool signalled_here_ = false;  // Signal ran on the waiting thread itself (only it touches this)
   bool waits_in_bursts_ = false;
+  std::size_t bytes_moved_ = 0;  // written before done_, read after it
   std::mutex mutex_;
   std::condition_variable ready_;
   std::atomic<bool> done_{false};

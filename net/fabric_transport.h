@@ -115,7 +115,10 @@ class FabricTransport : public Transport, private ProgressEngine::Poller {
   bool Poll() override;
   bool Arm() override;
   void Disarm() override;
-  bool ArmsLazily() const override { return arms_lazily_.load(std::memory_order_relaxed); }
+  Laziness ArmsLazily() const override {
+    return arms_lazily_.load(std::memory_order_relaxed) ? Laziness::kAfterReceives
+                                                        : Laziness::kAfterSmallReceives;
+  }
   void OnEventFd();
 
   ProgressEngine& engine_;
@@ -129,9 +132,11 @@ class FabricTransport : public Transport, private ProgressEngine::Poller {
   // Over UCX's shared memory, a sender signals an armed worker through a socket (a system call
   // on each side per frame) and arming is itself two or three system calls: between two frames
   // of a conversation they cost more than the frames (21 us against 2 to 4 for 8 B here). Over
-  // UCX's tcp an armed worker costs its senders nothing, and staying disarmed only made the
-  // progress thread wake at the end of each window: so lazy only when a peer on this host may be
-  // reached over shared memory (set with the job table).
+  // UCX's tcp an armed worker costs its senders nothing, so its arming's three system calls count
+  // only against small messages: after a large one, staying disarmed only made the progress
+  // thread wake at the end of each window, taking a core from the copies. So lazy after every
+  // receive when a peer on this host may be reached over shared memory (set with the job table),
+  // after small ones otherwise.
   std::atomic<bool> arms_lazily_{false};
   std::int64_t wait_for_receive_ms_ = 2;
   LogLimiter refusals_{"refused fabric messages"};

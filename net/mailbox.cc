@@ -61,6 +61,7 @@ void Mailbox::Unlist(Posted* posted) {
 
 void Mailbox::Complete(Posted* posted) {
   Unlist(posted);
+  posted->done.SetBytesMoved(posted->result.length);
   posted->done.Signal();
 }
 

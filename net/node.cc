@@ -459,6 +459,7 @@ void Node::SendBlocking(int dest, OutgoingMessage message, int network) {
   // A raw message's sender is in a conversation: it is likely to wait again within
   // microseconds (for the answer), as a receiver is (Completion::SetWaitsInBursts).
   if (message.header.type == MessageType::kRaw) sent.SetWaitsInBursts();
+  sent.SetBytesMoved(message.payload.size);
   bool ok = false;
   message.on_sent = [&sent, &ok](bool result) {
     ok = result;

@@ -181,30 +181,26 @@ bool ProgressEngine::PollAll() {
   return found;
 }
 
-bool ProgressEngine::Named(const Poller& poller, Which which) {
-  return which == Which::kAll || poller.ArmsLazily() == (which == Which::kLazy);
-}
-
-bool ProgressEngine::ArmPollers(Which which) {
+bool ProgressEngine::ArmPollers(Laziness laziness) {
   if (!have_pollers_.load(std::memory_order_acquire)) return false;
   bool waiting = false;
   std::lock_guard lock(pollers_mutex_);
   for (Poller* poller : pollers_) {
-    if (Named(*poller, which)) waiting |= poller->Arm();
+    if (poller->ArmsLazily() == laziness) waiting |= poller->Arm();
   }
   return waiting;
 }
 
-bool ProgressEngine::DisarmPollers(Which which) {
+bool ProgressEngine::DisarmPollers(Laziness laziness) {
   if (!have_pollers_.load(std::memory_order_acquire)) return false;
-  bool lazy = false;
+  bool any = false;
   std::lock_guard lock(pollers_mutex_);
   for (Poller* poller : pollers_) {
-    if (!Named(*poller, which)) continue;
+    if (poller->ArmsLazily() != laziness) continue;
     poller->Disarm();
-    lazy |= poller->ArmsLazily();
+    any = true;
   }
-  return lazy;
+  return any;
 }
 
 // The event set stays registered in the outer set; taking it from the progress thread only
@@ -224,37 +220,55 @@ void ProgressEngine::BeginDriving() {
   if (drivers_++ != 0) return;
   someone_drives_.store(true, std::memory_order_release);
   event_set_taken_ = !pollers_only_.load(std::memory_order_relaxed);
-  if (event_set_taken_) WatchEventSet(false);
-  if (lazy_armed_) {
-    lazy_armed_ = !DisarmPollers(Which::kAll);  // stays true when there are no lazy pollers
-  } else {
-    DisarmPollers(Which::kEager);
+  StartPollingLocked(event_set_taken_);
+}
+
+// Lazy pollers left disarmed, and an event set left with the drivers, by the last driver of a
+// conversation cost nothing to take again.
+void ProgressEngine::StartPollingLocked(bool take_event_set) {
+  if (take_event_set && event_set_watched_) {
+    WatchEventSet(false);
+    event_set_watched_ = false;
   }
+  DisarmPollers(Laziness::kEager);
+  if (lazy_armed_) lazy_armed_ = !DisarmPollers(Laziness::kAfterReceives);
+  if (small_lazy_armed_) small_lazy_armed_ = !DisarmPollers(Laziness::kAfterSmallReceives);
 }
 
 // A driver that received a message leaves the lazy pollers disarmed for a while: in a
 // conversation it is back polling within microseconds, and arming a UCX worker between two
-// messages cost more than the messages. The progress thread arms them when a whole window passes
-// with nobody receiving (PrepareSleepLocked). It is woken for that only when it sleeps with no
-// deadline; each window that a conversation outlasts doubles the next, up to kMaxLazyWindowNs,
-// since the progress thread's wake-up at the end of each takes a core from a polling thread. A
-// driver whose budget ran out, or that waited for a request's answer, arms everything: it goes to
-// sleep or computes, and something must hear the next frame at once.
-void ProgressEngine::EndDriving(bool satisfied) {
+// messages cost more than the messages. After a small message it leaves the event set with the
+// drivers too (two epoll_ctl a wait, a tenth of a udp or tcp half round trip); after a large one
+// it gives the set back, since the progress thread's wake-up at each window's end took a core
+// from a thread that copied a large message (tcp lost a tenth of its 1 MiB rate). The progress
+// thread arms and watches them when a whole window passes with nobody receiving
+// (PrepareSleepLocked). It is woken for that only when it sleeps with no deadline; each window
+// that a conversation outlasts doubles the next, up to kMaxLazyWindowNs, since its wake-up at the
+// end of each takes a core from a polling thread. A driver whose budget ran out, or that waited
+// for a request's answer, arms everything: it goes to sleep or computes, and something must hear
+// the next frame at once.
+void ProgressEngine::EndDriving(bool satisfied, bool small) {
   std::lock_guard lock(drivers_mutex_);
   if (--drivers_ != 0) return;
   someone_drives_.store(false, std::memory_order_release);
-  if (event_set_taken_) WatchEventSet(true);
+  bool stay_lazy = satisfied && LazyGraceNs() > 0;
+  if (!event_set_watched_ && !(stay_lazy && small && event_set_taken_)) {
+    WatchEventSet(true);
+    event_set_watched_ = true;
+  }
   // Something arrived after the last poll: the progress thread takes it.
-  bool wake = ArmPollers(Which::kEager);
-  if (!lazy_armed_) {
-    if (satisfied && LazyGraceNs() > 0) {
-      lazy_until_ns_ = MonotonicNs() + std::max(lazy_window_ns_, LazyGraceNs());
-      wake |= wakes_by_ns_.load(std::memory_order_relaxed) > lazy_until_ns_;
-    } else {
-      wake |= ArmPollers(Which::kLazy);
-      lazy_armed_ = true;
-    }
+  bool wake = ArmPollers(Laziness::kEager);
+  if (!lazy_armed_ && !stay_lazy) {
+    wake |= ArmPollers(Laziness::kAfterReceives);
+    lazy_armed_ = true;
+  }
+  if (!small_lazy_armed_ && !(stay_lazy && small)) {
+    wake |= ArmPollers(Laziness::kAfterSmallReceives);
+    small_lazy_armed_ = true;
+  }
+  if (!AllHeardLocked()) {
+    lazy_until_ns_ = MonotonicNs() + std::max(lazy_window_ns_, LazyGraceNs());
+    wake |= wakes_by_ns_.load(std::memory_order_relaxed) > lazy_until_ns_;
   }
   if (wake) {
     std::uint64_t one = 1;
@@ -269,7 +283,8 @@ std::int64_t ProgressEngine::PrepareSleepLocked(std::int64_t timeout_ns) {
   std::int64_t now = MonotonicNs();
   // The lazy pollers stay disarmed while a conversation goes on: a thread drives now, or one
   // received within the window.
-  bool conversing = !lazy_armed_ && LazyGraceNs() > 0 && (drivers_ != 0 || now < lazy_until_ns_);
+  bool conversing =
+      !AllHeardLocked() && LazyGraceNs() > 0 && (drivers_ != 0 || now < lazy_until_ns_);
   if (conversing && lazy_deadline_ns_ != 0 && now >= lazy_deadline_ns_) {
     // This thread slept a window out and the conversation still goes on.
     lazy_window_ns_ = std::min(2 * std::max(lazy_window_ns_, LazyGraceNs()), kMaxLazyWindowNs);
@@ -285,13 +300,19 @@ std::int64_t ProgressEngine::PrepareSleepLocked(std::int64_t timeout_ns) {
     }
   } else {
     // Nobody drives: writers to this node's rings must signal before this thread sleeps.
-    if (ArmPollers(Which::kEager)) timeout_ns = 0;
+    if (ArmPollers(Laziness::kEager)) timeout_ns = 0;
     if (conversing) {
       shorten_to(lazy_until_ns_ - now);
       lazy_deadline_ns_ = now + timeout_ns;
     } else {
-      if (ArmPollers(Which::kLazy)) timeout_ns = 0;
+      if (ArmPollers(Laziness::kAfterReceives)) timeout_ns = 0;
+      if (ArmPollers(Laziness::kAfterSmallReceives)) timeout_ns = 0;
       lazy_armed_ = true;
+      small_lazy_armed_ = true;
+      if (!event_set_watched_) {
+        WatchEventSet(true);  // what came meanwhile wakes this thread at once
+        event_set_watched_ = true;
+      }
       lazy_window_ns_ = LazyGraceNs();
     }
   }
@@ -352,7 +373,8 @@ void ProgressEngine::DriveBriefly(Completion& completion) {
     }
     found_since_check |= found;
   }
-  EndDriving(completion.done() && completion.waits_in_bursts());
+  EndDriving(completion.done() && completion.waits_in_bursts(),
+             completion.bytes_moved() <= Completion::kSmallTransferBytes);
 }
 
 void ProgressEngine::Run() {
@@ -397,7 +419,7 @@ void ProgressEngine::LingerAfterActivity() {
   {
     std::lock_guard lock(drivers_mutex_);
     if (drivers_ != 0) return;  // an application thread is polling already
-    if (DisarmPollers(Which::kAll)) lazy_armed_ = false;
+    StartPollingLocked(/*take_event_set=*/false);
   }
   constexpr int kMaxEvents = 16;
   epoll_event events[kMaxEvents];

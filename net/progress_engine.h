@@ -43,12 +43,13 @@ class ProgressEngine : public CompletionDriver {
     virtual bool Arm() = 0;
     // A thread polls now: writers need not signal.
     virtual void Disarm() = 0;
-    // True when arming costs system calls (a UCX worker: ucp_worker_arm, epoll_ctl, and a
-    // signal the peer must send to an armed worker). Such a poller stays disarmed for a short
-    // grace after a waiting thread got what it waited for, since that thread is likely to wait
-    // again at once (a ping-pong, a fault after a fault); the progress thread arms it when the
-    // grace ends with nobody polling.
-    virtual bool ArmsLazily() const { return false; }
+    // When arming costs system calls (a UCX worker: ucp_worker_arm, epoll_ctl, and a signal the
+    // peer must send to an armed worker), the poller may stay disarmed for a short grace after a
+    // waiting thread got what it waited for, since that thread is likely to wait again at once (a
+    // ping-pong, a fault after a fault); the progress thread arms it when the grace ends with
+    // nobody polling. kAfterSmallReceives: only after a small message (see EndDriving).
+    enum class Laziness { kEager, kAfterReceives, kAfterSmallReceives };
+    virtual Laziness ArmsLazily() const { return Laziness::kEager; }
   };
 
   using IoCallback = std::function<void(std::uint32_t events)>;
@@ -120,12 +121,14 @@ class ProgressEngine : public CompletionDriver {
   void RunPosted();
   // Polls every poller; caller holds dispatch_mutex_. True when any found something.
   bool PollAll();
-  enum class Which { kEager, kLazy, kAll };  // pollers by ArmsLazily()
-  static bool Named(const Poller& poller, Which which);
-  // Arms the pollers named; true when one has something waiting.
-  bool ArmPollers(Which which);
-  // True when a lazy poller was among those disarmed.
-  bool DisarmPollers(Which which);
+  using Laziness = Poller::Laziness;
+  // Arms the pollers of that laziness; true when one has something waiting.
+  bool ArmPollers(Laziness laziness);
+  // True when there was any poller of that laziness.
+  bool DisarmPollers(Laziness laziness);
+  // A thread polls from now on: disarms the eager pollers and those lazy ones still armed, and
+  // takes the event set when drivers poll it; caller holds drivers_mutex_.
+  void StartPollingLocked(bool take_event_set);
   // Before the progress thread sleeps (caller holds drivers_mutex_): arms the pollers that must
   // be, and shortens the sleep to the end of the lazy pollers' grace; returns the timeout in ns
   // (-1: none).
@@ -149,8 +152,9 @@ class ProgressEngine : public CompletionDriver {
   // otherwise every arriving frame would also wake the progress thread, and on a two-core machine
   // its wake-up takes the core of the very thread that waits.
   void BeginDriving();
-  // satisfied: the driver got what it waited for (so it may well wait again soon).
-  void EndDriving(bool satisfied);
+  // satisfied: the driver got what it waited for (so it may well wait again soon); small: what it
+  // got was small (Completion::kSmallTransferBytes).
+  void EndDriving(bool satisfied, bool small);
   // Whether the progress thread's sleep watches the event set (drivers take it while they poll).
   void WatchEventSet(bool watch);
   std::atomic<int> drive_micros_{kDefaultDriveMicros};
@@ -161,10 +165,18 @@ class ProgressEngine : public CompletionDriver {
   // The drivers took the event set from the progress thread (set by the first, under the mutex;
   // read by drivers while drivers_ > 0).
   bool event_set_taken_ = false;
+  // Whether the progress thread's sleep watches the event set, guarded by drivers_mutex_. Like a
+  // lazy poller, it stays with the drivers for the lazy window after a small receive.
+  bool event_set_watched_ = true;
   std::atomic<bool> pollers_only_{false};
-  // Lazy pollers (Poller::ArmsLazily), guarded by drivers_mutex_: whether they are armed (true
-  // when there are none), and until when they stay disarmed after a satisfied wait.
+  // Lazy pollers (Poller::ArmsLazily), guarded by drivers_mutex_: whether those of each laziness
+  // are armed (true when there are none), and until when they stay disarmed after a satisfied
+  // wait.
   bool lazy_armed_ = true;
+  bool small_lazy_armed_ = true;
+  // Everything a sleeping progress thread must hear is armed or watched; caller holds
+  // drivers_mutex_.
+  bool AllHeardLocked() const { return lazy_armed_ && small_lazy_armed_ && event_set_watched_; }
   std::int64_t lazy_until_ns_ = 0;
   std::int64_t lazy_window_ns_ = 0;    // how long after a receive; grows while receives go on
   std::int64_t lazy_deadline_ns_ = 0;  // the end of the progress thread's sleep for a window

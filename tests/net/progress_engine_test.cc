@@ -1,5 +1,8 @@
 #include "net/progress_engine.h"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -7,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "base/fd.h"
 #include "net/completion.h"
 
 namespace lmdx::net {
@@ -20,14 +24,15 @@ using std::chrono::steady_clock;
 // the completion the test waits on.
 class FramePoller : public ProgressEngine::Poller {
  public:
-  explicit FramePoller(bool lazy) : lazy_(lazy) {}
+  explicit FramePoller(Laziness laziness) : laziness_(laziness) {}
 
   // taker: the only thread whose poll may take the frame (a waiter testing its own drive), or
-  // any thread when empty.
-  void Arrive(Completion* completion, std::thread::id taker = {}) {
+  // any thread when empty. bytes: the frame's payload.
+  void Arrive(Completion* completion, std::thread::id taker = {}, std::size_t bytes = 8) {
     std::lock_guard lock(mutex_);
     waiting_ = completion;
     taker_ = taker;
+    bytes_ = bytes;
   }
   bool armed() const { return armed_.load(); }
   int arms() const { return arms_.load(); }
@@ -41,6 +46,7 @@ class FramePoller : public ProgressEngine::Poller {
       waiting_ = nullptr;
     }
     if (completion == nullptr) return false;
+    completion->SetBytesMoved(bytes_);
     completion->Signal();
     return true;
   }
@@ -52,15 +58,16 @@ class FramePoller : public ProgressEngine::Poller {
     return waiting_ != nullptr && taker_ == std::thread::id{};
   }
   void Disarm() override { armed_ = false; }
-  bool ArmsLazily() const override { return lazy_; }
+  Laziness ArmsLazily() const override { return laziness_; }
 
  private:
-  const bool lazy_;
+  const Laziness laziness_;
   std::atomic<bool> armed_{false};
   std::atomic<int> arms_{0};
   std::mutex mutex_;
   Completion* waiting_ = nullptr;
   std::thread::id taker_;
+  std::size_t bytes_ = 0;
 };
 
 // True once predicate holds, false when it still does not after a generous while.
@@ -77,32 +84,32 @@ bool Eventually(Predicate predicate) {
 class ProgressEngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    engine_.AddPoller(&lazy_);
-    engine_.AddPoller(&eager_);
+    for (FramePoller* poller : {&lazy_, &eager_, &small_lazy_}) engine_.AddPoller(poller);
     engine_.Start();
     engine_.Post([] {});  // the progress thread arms every poller before it sleeps
-    ASSERT_TRUE(Eventually([&] { return lazy_.armed() && eager_.armed(); }));
+    ASSERT_TRUE(Eventually([&] { return lazy_.armed() && eager_.armed() && small_lazy_.armed(); }));
   }
   void TearDown() override {
     engine_.Stop();
-    engine_.RemovePoller(&lazy_);
-    engine_.RemovePoller(&eager_);
+    for (FramePoller* poller : {&lazy_, &eager_, &small_lazy_}) engine_.RemovePoller(poller);
   }
 
   // A waiter drives the engine until the frame that arrives on `poller` completes its wait.
-  void WaitFor(FramePoller& poller, bool in_bursts) {
+  void WaitFor(FramePoller& poller, bool in_bursts, std::size_t bytes = 8) {
     Completion done;
     if (in_bursts) done.SetWaitsInBursts();
-    poller.Arrive(&done, std::this_thread::get_id());
+    poller.Arrive(&done, std::this_thread::get_id(), bytes);
     // A drive may end before it takes the frame (its budget ran out while the progress thread
     // held the dispatch lock: a slow sanitizer build); the last drive is the one that took it.
     while (!done.done()) engine_.DriveBriefly(done);
     done.Wait();  // lets the signaller leave `done` before it goes
   }
 
+  using Laziness = ProgressEngine::Poller::Laziness;
   ProgressEngine engine_;
-  FramePoller lazy_{/*lazy=*/true};
-  FramePoller eager_{/*lazy=*/false};
+  FramePoller lazy_{Laziness::kAfterReceives};
+  FramePoller eager_{Laziness::kEager};
+  FramePoller small_lazy_{Laziness::kAfterSmallReceives};
 };
 
 TEST_F(ProgressEngineTest, AReceiveLeavesLazyPollersDisarmedUntilTheProgressThreadArmsThem) {
@@ -113,11 +120,46 @@ TEST_F(ProgressEngineTest, AReceiveLeavesLazyPollersDisarmedUntilTheProgressThre
       << "nobody armed the lazy poller after its window: its frames would go unheard";
 }
 
+TEST_F(ProgressEngineTest, OnlyASmallReceiveLeavesTheSmallReceivesPollerDisarmed) {
+  WaitFor(eager_, /*in_bursts=*/true, /*bytes=*/8);
+  EXPECT_FALSE(small_lazy_.armed()) << "armed right after a small receive";
+  EXPECT_TRUE(Eventually([&] { return small_lazy_.armed(); }))
+      << "nobody armed it after its window: its frames would go unheard";
+
+  WaitFor(eager_, /*in_bursts=*/true, /*bytes=*/Completion::kSmallTransferBytes + 1);
+  EXPECT_TRUE(small_lazy_.armed()) << "left disarmed after a large receive";
+  EXPECT_FALSE(lazy_.armed()) << "the other lazy poller stays disarmed after any receive";
+}
+
+TEST_F(ProgressEngineTest, AnEventThatComesWhileTheDriversKeepTheEventSetIsStillDispatched) {
+  Fd event(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  ASSERT_TRUE(event);
+  std::atomic<int> dispatched{0};
+  engine_.Add(event.get(), EPOLLIN, [&](std::uint32_t) {
+    std::uint64_t value;
+    [[maybe_unused]] ssize_t n = ::read(event.get(), &value, sizeof value);
+    ++dispatched;
+  });
+  for (int round = 0; round < 20; ++round) {
+    // A small receive in a conversation: the event set stays with the drivers for a window.
+    WaitFor(eager_, /*in_bursts=*/true, /*bytes=*/8);
+    // Within the window (the progress thread looks when it ends), or well after it (the set must
+    // be watched again by then).
+    if (round % 2 == 1) std::this_thread::sleep_for(milliseconds(20));
+    std::uint64_t one = 1;
+    ASSERT_EQ(::write(event.get(), &one, sizeof one), 8);
+    EXPECT_TRUE(Eventually([&] { return dispatched.load() == round + 1; }))
+        << "an event on the set went unheard after receive " << round;
+  }
+  engine_.Remove(event.get());
+}
+
 TEST_F(ProgressEngineTest, ARequestsAnswerArmsEveryPollerAtOnce) {
   // A page or a lock lets the program compute on: a request to this node must wake it now.
   WaitFor(eager_, /*in_bursts=*/false);
   EXPECT_TRUE(lazy_.armed());
   EXPECT_TRUE(eager_.armed());
+  EXPECT_TRUE(small_lazy_.armed());
 }
 
 // Lower bounds only: a slow machine lengthens a drive, never shortens it.
