@@ -259,12 +259,15 @@ bool FabricTransport::ProgressLocked() {
   return any;
 }
 
+// One round of progress, not until the worker has nothing: over UCX's tcp each round is an
+// epoll_wait, and a second round after the one that brought a message delayed its delivery by
+// that system call. A polling thread comes back at once for anything left.
 bool FabricTransport::Poll() {
   bool progressed;
   {
     std::lock_guard lock(ucx_mutex_);
     if (closing_) return false;
-    progressed = ProgressLocked();
+    progressed = Ucx().worker_progress(worker_->get()) != 0;
     CloseFailedEndpointsLocked();
   }
   return Deliver() || progressed;
