@@ -88,6 +88,10 @@ class ShmTransport : public Transport, private ProgressEngine::Poller {
   bool Poll() override;
   bool Arm() override;
   void Disarm() override;
+  // Arming a ring stores to a line its writer reads on every frame, and a writer that finds it
+  // armed signals an eventfd: between two small messages of a conversation those cost as much as
+  // the rest of the message.
+  Laziness ArmsLazily() const override { return Laziness::kAfterSmallReceives; }
 
   ProgressEngine& engine_;
   TransportHost& host_;
