@@ -221,7 +221,7 @@ class Completion {
   void* parked_ = nullptr;       // the user-level thread parked in Wait, guarded by mutex_
   bool signalled_here_ = false;  // Signal ran on the waiting thread itself (only it touches this)
   bool waits_in_bursts_ = false;
-  std::size_t bytes_moved_ = 0;  // written before done_, read after it
+  std::size_t bytes_moved_ = 0;  // written before done_ is set, read only once it is
   std::mutex mutex_;
   std::condition_variable ready_;
   std::atomic<bool> done_{false};

@@ -261,7 +261,8 @@ bool FabricTransport::ProgressLocked() {
 
 // One round of progress, not until the worker has nothing: over UCX's tcp each round is an
 // epoll_wait, and a second round after the one that brought a message delayed its delivery by
-// that system call. A polling thread comes back at once for anything left.
+// that system call. A waiting thread polls again at once, and the progress thread polls again
+// before it sleeps when a poll found something (ProgressEngine::Run).
 bool FabricTransport::Poll() {
   bool progressed;
   {

@@ -136,7 +136,7 @@ void ProgressEngine::RunPosted() {
 
 bool ProgressEngine::InDispatch() const { return in_dispatch || OnProgressThread(); }
 
-void ProgressEngine::DispatchLocked(const epoll_event* events, int count) {
+bool ProgressEngine::DispatchLocked(const epoll_event* events, int count) {
   in_dispatch = true;
   for (int i = 0; i < count && !stopping_.load(std::memory_order_acquire); ++i) {
     int fd = events[i].data.fd;
@@ -156,9 +156,10 @@ void ProgressEngine::DispatchLocked(const epoll_event* events, int count) {
     // returns at once (EAGAIN).
     registration->callback(events[i].events);
   }
-  PollAll();
+  bool found = PollAll();
   RunPosted();
   in_dispatch = false;
+  return found;
 }
 
 void ProgressEngine::AddPoller(Poller* poller) {
@@ -226,9 +227,11 @@ void ProgressEngine::BeginDriving() {
 // Lazy pollers left disarmed, and an event set left with the drivers, by the last driver of a
 // conversation cost nothing to take again.
 void ProgressEngine::StartPollingLocked(bool take_event_set) {
-  if (take_event_set && event_set_watched_) {
-    WatchEventSet(false);
-    event_set_watched_ = false;
+  if (take_event_set == event_set_watched_) {
+    // Taken, or given back when this poller will not look at it (the progress thread lingers,
+    // or the drivers came to poll only pollers): nobody would hear it otherwise.
+    WatchEventSet(!take_event_set);
+    event_set_watched_ = !take_event_set;
   }
   DisarmPollers(Laziness::kEager);
   if (lazy_armed_) lazy_armed_ = !DisarmPollers(Laziness::kAfterReceives);
@@ -373,13 +376,17 @@ void ProgressEngine::DriveBriefly(Completion& completion) {
     }
     found_since_check |= found;
   }
-  EndDriving(completion.done() && completion.waits_in_bursts(),
-             completion.bytes_moved() <= Completion::kSmallTransferBytes);
+  // The size is read only once the completion is done: it is written before the signal.
+  bool satisfied = completion.done() && completion.waits_in_bursts();
+  EndDriving(satisfied, satisfied && completion.bytes_moved() <= Completion::kSmallTransferBytes);
 }
 
 void ProgressEngine::Run() {
   constexpr int kMaxEvents = 64;
   epoll_event events[kMaxEvents];
+  // A poll that found something looks again before sleeping: a poller may take one round's worth
+  // a call (a UCX worker) and leave the rest for the next.
+  bool poll_again = false;
   while (!stopping_.load(std::memory_order_acquire)) {
     epoll_event outer[2];
     int timeout_ms = NextTimeoutMs();
@@ -388,6 +395,7 @@ void ProgressEngine::Run() {
       std::lock_guard lock(drivers_mutex_);
       timeout_ns = PrepareSleepLocked(timeout_ns);
     }
+    if (poll_again) timeout_ns = 0;
     timespec timeout{timeout_ns / 1000000000, timeout_ns % 1000000000};
     int ready =
         ::epoll_pwait2(outer_fd_.get(), outer, 2, timeout_ns < 0 ? nullptr : &timeout, nullptr);
@@ -400,7 +408,7 @@ void ProgressEngine::Run() {
     {
       std::lock_guard lock(dispatch_mutex_);
       int count = ::epoll_wait(epoll_fd_.get(), events, kMaxEvents, 0);
-      DispatchLocked(events, std::max(count, 0));
+      poll_again = DispatchLocked(events, std::max(count, 0));
     }
     if (linger_wanted_.exchange(false, std::memory_order_acq_rel)) LingerAfterActivity();
   }

@@ -44,7 +44,8 @@ class ProgressEngine : public CompletionDriver {
     // A thread polls now: writers need not signal.
     virtual void Disarm() = 0;
     // When arming costs system calls (a UCX worker: ucp_worker_arm, epoll_ctl, and a signal the
-    // peer must send to an armed worker), the poller may stay disarmed for a short grace after a
+    // peer must send to an armed worker) or moves cache lines (a ring's flag, which its writer
+    // reads on every frame), the poller may stay disarmed for a short grace after a
     // waiting thread got what it waited for, since that thread is likely to wait again at once (a
     // ping-pong, a fault after a fault); the progress thread arms it when the grace ends with
     // nobody polling. kAfterSmallReceives: only after a small message (see EndDriving).
@@ -115,9 +116,9 @@ class ProgressEngine : public CompletionDriver {
   void Run();
   // After serving a request, polls the rings for the drive budget's idle time before sleeping.
   void LingerAfterActivity();
-  // Runs the callbacks of events[0..count), then posted tasks and due timers. Caller holds
-  // dispatch_mutex_.
-  void DispatchLocked(const epoll_event* events, int count);
+  // Runs the callbacks of events[0..count), polls the pollers, then runs posted tasks and due
+  // timers; true when a poller found something. Caller holds dispatch_mutex_.
+  bool DispatchLocked(const epoll_event* events, int count);
   void RunPosted();
   // Polls every poller; caller holds dispatch_mutex_. True when any found something.
   bool PollAll();

@@ -121,6 +121,9 @@ TEST_F(ProgressEngineTest, AReceiveLeavesLazyPollersDisarmedUntilTheProgressThre
 }
 
 TEST_F(ProgressEngineTest, OnlyASmallReceiveLeavesTheSmallReceivesPollerDisarmed) {
+  // A long budget makes a long window (twice the budget): a slow run cannot outlast it between
+  // the receive and the look.
+  engine_.SetDriveBudget(20000);
   WaitFor(eager_, /*in_bursts=*/true, /*bytes=*/8);
   EXPECT_FALSE(small_lazy_.armed()) << "armed right after a small receive";
   EXPECT_TRUE(Eventually([&] { return small_lazy_.armed(); }))
@@ -154,6 +157,54 @@ TEST_F(ProgressEngineTest, AnEventThatComesWhileTheDriversKeepTheEventSetIsStill
   engine_.Remove(event.get());
 }
 
+// A node of sockets alone has no pollers: the event set is the only thing a sleeping progress
+// thread must be woken to watch again.
+TEST(ProgressEngineAloneTest, WithNoPollersTheEventSetIsWatchedAgainAfterTheWindow) {
+  ProgressEngine engine;
+  engine.Start();
+  Fd answer(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  Fd request(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  ASSERT_TRUE(answer && request);
+  std::mutex mutex;
+  Completion* waiting = nullptr;
+  engine.Add(answer.get(), EPOLLIN, [&](std::uint32_t) {
+    std::uint64_t value;
+    [[maybe_unused]] ssize_t n = ::read(answer.get(), &value, sizeof value);
+    std::lock_guard lock(mutex);
+    if (waiting == nullptr) return;
+    waiting->SetBytesMoved(8);
+    waiting->Signal();
+    waiting = nullptr;
+  });
+  std::atomic<int> requests{0};
+  engine.Add(request.get(), EPOLLIN, [&](std::uint32_t) {
+    std::uint64_t value;
+    [[maybe_unused]] ssize_t n = ::read(request.get(), &value, sizeof value);
+    ++requests;
+  });
+  std::uint64_t one = 1;
+  for (int round = 0; round < 5; ++round) {
+    // A small answer in a conversation, taken by this thread's drive: the set stays with it.
+    Completion done;
+    done.SetWaitsInBursts();
+    {
+      std::lock_guard lock(mutex);
+      waiting = &done;
+    }
+    ASSERT_EQ(::write(answer.get(), &one, sizeof one), 8);
+    while (!done.done()) engine.DriveBriefly(done);
+    done.Wait();
+    // Well after the window: only a set watched again wakes the progress thread for this.
+    std::this_thread::sleep_for(milliseconds(20));
+    ASSERT_EQ(::write(request.get(), &one, sizeof one), 8);
+    EXPECT_TRUE(Eventually([&] { return requests.load() == round + 1; }))
+        << "a request went unheard after answer " << round;
+  }
+  engine.Stop();
+  engine.Remove(answer.get());
+  engine.Remove(request.get());
+}
+
 TEST_F(ProgressEngineTest, ARequestsAnswerArmsEveryPollerAtOnce) {
   // A page or a lock lets the program compute on: a request to this node must wake it now.
   WaitFor(eager_, /*in_bursts=*/false);
@@ -185,6 +236,7 @@ TEST_F(ProgressEngineTest, AWaiterWhoseBudgetRunsOutArmsEveryPoller) {
   engine_.DriveBriefly(never);  // nothing arrives: the budget runs out and the waiter sleeps
   EXPECT_TRUE(lazy_.armed());
   EXPECT_TRUE(eager_.armed());
+  EXPECT_TRUE(small_lazy_.armed());
 }
 
 TEST_F(ProgressEngineTest, AFrameThatArrivesWhileLazyPollersAreDisarmedIsStillDelivered) {
