@@ -77,7 +77,15 @@ class FiberParking final : public net::Parking {
 FiberParking fiber_parking;
 
 std::mutex current_mutex;
-std::shared_ptr<Service> current_service;
+// The node's service lives as long as the process: at exit its workers may still run a thread
+// that is finishing (its join reply sent, the job ended by the joiner meanwhile), and a service
+// destroyed among the static objects destroyed its user-level threads under them: a fiber still
+// in use was unwound from the exiting thread, which aborted the process.
+std::shared_ptr<Service>& CurrentService() {
+  static std::shared_ptr<Service>* const holder =
+      std::make_unique<std::shared_ptr<Service>>().release();
+  return *holder;
+}
 std::atomic<Service*> current_pointer{nullptr};
 
 }  // namespace
@@ -442,8 +450,8 @@ void Attach(net::Node& node, const Service::Options& options) {
   service->RegisterHandlers();
   net::Completion::SetParking(&fiber_parking);
   std::lock_guard lock(current_mutex);
-  current_service = std::move(service);
-  current_pointer.store(current_service.get(), std::memory_order_release);
+  CurrentService() = std::move(service);
+  current_pointer.store(CurrentService().get(), std::memory_order_release);
 }
 
 Service* Current() { return current_pointer.load(std::memory_order_acquire); }
