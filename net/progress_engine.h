@@ -156,8 +156,9 @@ class ProgressEngine : public CompletionDriver {
   // satisfied: the driver got what it waited for (so it may well wait again soon); small: what it
   // got was small (Completion::kSmallTransferBytes).
   void EndDriving(bool satisfied, bool small);
-  // Whether the progress thread's sleep watches the event set (drivers take it while they poll).
-  void WatchEventSet(bool watch);
+  // Whether the progress thread's sleep watches the event set (drivers take it while they poll);
+  // a system call only when that changes. Caller holds drivers_mutex_.
+  void WatchEventSetLocked(bool watch);
   std::atomic<int> drive_micros_{kDefaultDriveMicros};
   std::mutex drivers_mutex_;
   int drivers_ = 0;                          // application threads driving now
