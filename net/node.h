@@ -214,6 +214,8 @@ class Node : public TransportHost {
   // network: an index of kNetworkPreference, or kPairNetwork for the pair's own.
   static constexpr int kPairNetwork = -1;
   void SendBlocking(int dest, OutgoingMessage message, int network);
+  bool SendNow(int dest, OutgoingMessage& message, int network);
+  void CountSent(const OutgoingMessage& message);
   void SendFrame(int dest, OutgoingMessage message, int network = kPairNetwork,
                  bool may_block = true);
   Transport* HintedRoute(int dest, int network);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <utility>
 
 #include "base/clock.h"
 #include "base/error.h"
@@ -166,12 +167,20 @@ void ProgressEngine::AddPoller(Poller* poller) {
   std::lock_guard lock(pollers_mutex_);
   pollers_.push_back(poller);
   have_pollers_.store(true, std::memory_order_release);
+  pollers_of_[static_cast<std::size_t>(poller->ArmsLazily())].fetch_add(1,
+                                                                        std::memory_order_release);
 }
 
 void ProgressEngine::RemovePoller(Poller* poller) {
   std::lock_guard lock(pollers_mutex_);
-  std::erase(pollers_, poller);
+  if (std::erase(pollers_, poller) == 0) return;
   have_pollers_.store(!pollers_.empty(), std::memory_order_release);
+  pollers_of_[static_cast<std::size_t>(poller->ArmsLazily())].fetch_sub(1,
+                                                                        std::memory_order_release);
+}
+
+bool ProgressEngine::HavePollers(Laziness laziness) const {
+  return pollers_of_[static_cast<std::size_t>(laziness)].load(std::memory_order_acquire) > 0;
 }
 
 bool ProgressEngine::PollAll() {
@@ -183,7 +192,7 @@ bool ProgressEngine::PollAll() {
 }
 
 bool ProgressEngine::ArmPollers(Laziness laziness) {
-  if (!have_pollers_.load(std::memory_order_acquire)) return false;
+  if (!HavePollers(laziness)) return false;
   bool waiting = false;
   std::lock_guard lock(pollers_mutex_);
   for (Poller* poller : pollers_) {
@@ -193,7 +202,7 @@ bool ProgressEngine::ArmPollers(Laziness laziness) {
 }
 
 bool ProgressEngine::DisarmPollers(Laziness laziness) {
-  if (!have_pollers_.load(std::memory_order_acquire)) return false;
+  if (!HavePollers(laziness)) return false;
   bool any = false;
   std::lock_guard lock(pollers_mutex_);
   for (Poller* poller : pollers_) {
@@ -244,7 +253,7 @@ void ProgressEngine::StartPollingLocked(bool take_event_set) {
 // it gives the set back, since the progress thread's wake-up at each window's end took a core
 // from a thread that copied a large message (tcp lost a tenth of its 1 MiB rate). The progress
 // thread arms and watches them when a whole window passes with nobody receiving
-// (PrepareSleepLocked). It is woken for that only when it sleeps with no deadline; each window
+// (PrepareSleepLocked). It is woken for that only when it sleeps with no window; each window
 // that a conversation outlasts doubles the next, up to kMaxLazyWindowNs, since its wake-up at the
 // end of each takes a core from a polling thread. A driver whose budget ran out, or that waited
 // for a request's answer, arms everything: it goes to sleep or computes, and something must hear
@@ -266,8 +275,11 @@ void ProgressEngine::EndDriving(bool satisfied, bool small) {
     small_lazy_armed_ = true;
   }
   if (!AllHeardLocked()) {
-    lazy_until_ns_ = MonotonicNs() + std::max(lazy_window_ns_, LazyGraceNs());
-    wake |= wakes_by_ns_.load(std::memory_order_relaxed) > lazy_until_ns_;
+    // Counted, not timed: a clock read here was a tenth of a shared-memory message's half round
+    // trip. The progress thread looks when its window ends; one that sleeps with no window (only
+    // an event or a timer would wake it) must wake to start one.
+    ++lazy_receives_;
+    wake |= lazy_until_ns_ == 0 && wakes_by_ns_.load(std::memory_order_relaxed) != 0;
   }
   if (wake) {
     std::uint64_t one = 1;
@@ -280,37 +292,42 @@ std::int64_t ProgressEngine::PrepareSleepLocked(std::int64_t timeout_ns) {
     timeout_ns = timeout_ns < 0 ? ns : std::min(timeout_ns, ns);
   };
   std::int64_t now = MonotonicNs();
-  // The lazy pollers stay disarmed while a conversation goes on: a thread drives now, or one
-  // received within the window.
-  bool conversing =
-      !AllHeardLocked() && LazyGraceNs() > 0 && (drivers_ != 0 || now < lazy_until_ns_);
-  if (conversing && lazy_deadline_ns_ != 0 && now >= lazy_deadline_ns_) {
-    // This thread slept a window out and the conversation still goes on.
-    lazy_window_ns_ = std::min(2 * std::max(lazy_window_ns_, LazyGraceNs()), kMaxLazyWindowNs);
-  }
-  lazy_deadline_ns_ = 0;
-  if (drivers_ != 0) {
-    // The drivers poll; the last to leave arms what must be. When it leaves lazy pollers
-    // disarmed, this thread must look again within their window: it sleeps that long rather
-    // than be woken by a system call of the leaving driver.
-    if (conversing) {
-      shorten_to(std::max(lazy_window_ns_, LazyGraceNs()));
-      lazy_deadline_ns_ = now + timeout_ns;
-    }
-  } else {
-    // Nobody drives: writers to this node's rings must signal before this thread sleeps.
-    if (ArmPollers(Laziness::kEager)) timeout_ns = 0;
-    if (conversing) {
-      shorten_to(lazy_until_ns_ - now);
-      lazy_deadline_ns_ = now + timeout_ns;
+  // The lazy pollers stay disarmed while a conversation goes on: in windows, each of which ends
+  // with a look at whether a driver left them lazy within it (or drives still). So they stay
+  // disarmed one to two windows after the last receive.
+  bool lazy = !AllHeardLocked() && LazyGraceNs() > 0;
+  auto start_window = [&] {
+    window_receives_ = lazy_receives_;
+    lazy_until_ns_ = now + std::max(lazy_window_ns_, LazyGraceNs());
+  };
+  if (!lazy) {
+    lazy_until_ns_ = 0;
+  } else if (lazy_until_ns_ == 0) {
+    start_window();  // the first look since a driver left them lazy
+  } else if (now >= lazy_until_ns_) {
+    if (lazy_receives_ != window_receives_ || drivers_ != 0) {
+      // A window passed and the conversation still goes on: the next is longer, since this
+      // thread's wake-up at the end of each takes a core from a polling thread.
+      lazy_window_ns_ = std::min(2 * std::max(lazy_window_ns_, LazyGraceNs()), kMaxLazyWindowNs);
+      start_window();
     } else {
-      if (ArmPollers(Laziness::kAfterReceives)) timeout_ns = 0;
-      if (ArmPollers(Laziness::kAfterSmallReceives)) timeout_ns = 0;
-      lazy_armed_ = true;
-      small_lazy_armed_ = true;
-      WatchEventSetLocked(true);  // what came meanwhile wakes this thread at once
-      lazy_window_ns_ = LazyGraceNs();
+      lazy_until_ns_ = 0;  // a whole window without a receive: the conversation is over
     }
+  }
+  bool conversing = lazy_until_ns_ != 0;
+  if (conversing) {
+    // Nobody drives: writers to this node's rings must signal before this thread sleeps. The
+    // drivers, when there are some, poll; the last to leave arms what must be.
+    if (drivers_ == 0 && ArmPollers(Laziness::kEager)) timeout_ns = 0;
+    shorten_to(lazy_until_ns_ - now);
+  } else if (drivers_ == 0) {
+    if (ArmPollers(Laziness::kEager)) timeout_ns = 0;
+    if (ArmPollers(Laziness::kAfterReceives)) timeout_ns = 0;
+    if (ArmPollers(Laziness::kAfterSmallReceives)) timeout_ns = 0;
+    lazy_armed_ = true;
+    small_lazy_armed_ = true;
+    WatchEventSetLocked(true);  // what came meanwhile wakes this thread at once
+    lazy_window_ns_ = LazyGraceNs();
   }
   wakes_by_ns_.store(timeout_ns < 0 ? INT64_MAX : now + timeout_ns, std::memory_order_relaxed);
   return timeout_ns;
@@ -325,15 +342,15 @@ void ProgressEngine::DriveBriefly(Completion& completion) {
   // this thread goes on reading them rather than handing over to the progress thread midway.
   std::int64_t budget_ns = std::int64_t{drive_micros_.load(std::memory_order_relaxed)} * 1000 *
                            (completion.waits_in_bursts() ? kConversationDriveFactor : 1);
-  // The clock is read every few rounds only: a round that finds nothing takes a fraction of a
-  // microsecond, and a clock read (27 ns here) each time was a fifth of it. A wait whose answer
-  // comes within those rounds reads it not at all: idle time counts from the first check after
-  // the last round that found something.
+  // The clock is read once per batch of rounds only (kRoundsPerClockRead): a round that finds
+  // nothing takes a fraction of a microsecond, and a clock read (27 ns here) each time was a fifth
+  // of it. A wait whose answer comes within the first batch reads it not at all: idle time counts
+  // from the first check after the last batch that found something.
   std::int64_t idle_since = 0;
   bool found_since_check = true;
-  unsigned rounds = 0;
+  bool first_batch = true;
   auto within_budget = [&] {
-    if (++rounds % 8 != 0) return true;
+    if (std::exchange(first_batch, false)) return true;
     std::int64_t now = MonotonicNs();
     if (found_since_check) idle_since = now;
     found_since_check = false;
@@ -349,19 +366,33 @@ void ProgressEngine::DriveBriefly(Completion& completion) {
       continue;
     }
     in_dispatch = true;
-    bool found = PollAll();
-    if (!event_set_taken_ && has_posted_.load(std::memory_order_acquire)) {
-      // A frame a node sent itself (a manager answering its own node) is a posted task: run it
-      // here rather than wait for the progress thread to wake for it.
-      RunPosted();
-      found = true;
-    }
-    in_dispatch = false;
+    bool found = false;
     if (!event_set_taken_) {
-      // The progress thread keeps the event set; rings are all this thread needs to watch.
+      // The progress thread keeps the event set; rings are all this thread needs to watch. The
+      // locks are kept for the rounds between two looks at the clock: taking and giving back
+      // two of them each round was most of what a round that finds nothing costs, and so of the
+      // time an arriving frame waits to be seen.
+      std::unique_lock pollers_lock(pollers_mutex_, std::defer_lock);
+      if (have_pollers_.load(std::memory_order_acquire)) pollers_lock.lock();
+      for (unsigned round = 0; round < kRoundsPerClockRead && !completion.done(); ++round) {
+        if (pollers_lock.owns_lock()) {
+          for (Poller* poller : pollers_) found |= poller->Poll();
+        }
+        if (has_posted_.load(std::memory_order_acquire)) {
+          // A frame a node sent itself (a manager answering its own node) is a posted task:
+          // run it here rather than wait for the progress thread to wake for it.
+          if (pollers_lock.owns_lock()) pollers_lock.unlock();
+          RunPosted();
+          found = true;
+          break;
+        }
+      }
+      in_dispatch = false;
       found_since_check |= found;
       continue;
     }
+    found = PollAll();
+    in_dispatch = false;
     int count = ::epoll_wait(epoll_fd_.get(), events, kMaxEvents, 0);
     if (count > 0) {
       DispatchLocked(events, count);

@@ -94,6 +94,8 @@ class ProgressEngine : public CompletionDriver {
   // or nothing has arrived for the drive budget.
   void DriveBriefly(Completion& completion) override;
   static constexpr int kDefaultDriveMicros = 50;
+  // A driver reads the clock once every this many rounds of polling (see DriveBriefly).
+  static constexpr unsigned kRoundsPerClockRead = 8;
   // A receive in a conversation (Completion::waits_in_bursts) polls this many budgets. Its answer
   // usually comes within microseconds, but on a machine with no core to spare the peer is now and
   // then preempted for longer than one budget; a waiter that then sleeps sends the pair through
@@ -172,25 +174,32 @@ class ProgressEngine : public CompletionDriver {
   bool event_set_watched_ = true;
   std::atomic<bool> pollers_only_{false};
   // Lazy pollers (Poller::ArmsLazily), guarded by drivers_mutex_: whether those of each laziness
-  // are armed (true when there are none), and until when they stay disarmed after a satisfied
-  // wait.
+  // are armed (true when there are none), and the windows they stay disarmed in after a
+  // satisfied wait.
   bool lazy_armed_ = true;
   bool small_lazy_armed_ = true;
   // Everything a sleeping progress thread must hear is armed or watched; caller holds
   // drivers_mutex_.
   bool AllHeardLocked() const { return lazy_armed_ && small_lazy_armed_ && event_set_watched_; }
+  // The end of the progress thread's current window (0: none), and how many times drivers left
+  // lazy pollers disarmed: ever, and when the window began.
   std::int64_t lazy_until_ns_ = 0;
-  std::int64_t lazy_window_ns_ = 0;    // how long after a receive; grows while receives go on
-  std::int64_t lazy_deadline_ns_ = 0;  // the end of the progress thread's sleep for a window
+  std::int64_t lazy_window_ns_ = 0;  // a window's length; grows while receives go on
+  std::uint64_t lazy_receives_ = 0;
+  std::uint64_t window_receives_ = 0;
   static constexpr std::int64_t kMaxLazyWindowNs = 1'000'000;
   // When the progress thread's sleep ends at the latest (monotonic ns; INT64_MAX: only on an
-  // event); 0 while it is awake and will look at lazy_until_ns_ before sleeping again. A driver
-  // that leaves lazy pollers disarmed wakes it only when it would sleep past their grace.
+  // event); 0 while it is awake and will look at the lazy pollers before sleeping again. A driver
+  // that leaves lazy pollers disarmed wakes it only when it sleeps with no window.
   std::atomic<std::int64_t> wakes_by_ns_{0};
 
   std::mutex pollers_mutex_;
   std::vector<Poller*> pollers_;
   std::atomic<bool> have_pollers_{false};
+  // How many pollers of each laziness there are: arming and disarming skip the lock for a kind
+  // there is none of (every wait begins and ends with one of each; most nodes have one kind).
+  std::atomic<int> pollers_of_[3] = {};
+  bool HavePollers(Poller::Laziness laziness) const;
 
   std::mutex mutex_;  // guards the tables below
   std::unordered_map<int, std::shared_ptr<Registration>> registrations_;

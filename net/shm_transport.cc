@@ -124,6 +124,7 @@ ShmTransport::ShmTransport(ProgressEngine& engine, TransportHost& host, const Jo
       capacity_(RingBytes()),
       stop_fd_(MakeEventFd()),
       send_to_(static_cast<std::size_t>(size)),
+      send_now_to_(static_cast<std::size_t>(size)),
       polled_(std::make_shared<const std::vector<ConnectionPtr>>()) {
   address_ = "lmdx-" + job_id_ + "-" + std::to_string(rank) + "-" + std::to_string(::getpid());
   listener_ = Fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -193,6 +194,8 @@ void ShmTransport::Send(int dest, OutgoingMessage message, bool may_block) {
       address = addresses_[static_cast<std::size_t>(dest)];
       connection = MakeConnection(dest, "rank " + std::to_string(dest) + " at @" + address);
       send_to_[static_cast<std::size_t>(dest)] = connection;
+      send_now_to_[static_cast<std::size_t>(dest)].store(connection.get(),
+                                                         std::memory_order_release);
       Track(connection);
       fresh = true;
     }
@@ -204,6 +207,12 @@ void ShmTransport::Send(int dest, OutgoingMessage message, bool may_block) {
   // Queue first: the segment is set up below, and other threads queue meanwhile.
   connection->Send(std::move(message), may_block);
   if (fresh) Connect(connection, address);
+}
+
+bool ShmTransport::SendNow(int dest, OutgoingMessage& message) {
+  internal::ShmConnection* connection =
+      send_now_to_[static_cast<std::size_t>(dest)].load(std::memory_order_acquire);
+  return connection != nullptr && connection->SendNow(message);
 }
 
 // Runs on the first sender's thread. The peer's acceptor answers from a thread of its own, so
@@ -398,6 +407,8 @@ void ShmTransport::Accept(Fd& socket, pid_t pid) {
       Track(connection);
       if (!send_to_[static_cast<std::size_t>(peer)]) {
         send_to_[static_cast<std::size_t>(peer)] = connection;
+        send_now_to_[static_cast<std::size_t>(peer)].store(connection.get(),
+                                                           std::memory_order_release);
       }
     }
     DebugLine("shm: rank " + std::to_string(peer) + " shares a segment with this node");
@@ -458,7 +469,8 @@ void ShmTransport::Close() {
     connections.swap(connections_);
     polled_ = std::make_shared<const std::vector<ConnectionPtr>>();
     polled_version_.fetch_add(1, std::memory_order_release);
-    for (auto& connection : send_to_) connection.reset();
+    // send_to_ keeps its connections, closed, until the transport is destroyed: SendNow reaches
+    // them through send_now_to_ without the lock.
   }
   engine_.RemovePoller(this);
   walked_.reset();  // no poll runs any more

@@ -46,6 +46,7 @@ class ShmTransport : public Transport, private ProgressEngine::Poller {
   wire::Endpoint LocalEndpoint() const override;
   void SetJobTable(const wire::JobTable& table) override;
   void Send(int dest, OutgoingMessage message, bool may_block) override;
+  bool SendNow(int dest, OutgoingMessage& message) override;
   void Close() override;
 
   // Who can reach this node's shared memory: the same kernel (boot id) and network namespace
@@ -118,7 +119,10 @@ class ShmTransport : public Transport, private ProgressEngine::Poller {
 
   std::mutex mutex_;                    // guards everything below
   std::vector<std::string> addresses_;  // by rank
-  std::vector<ConnectionPtr> send_to_;  // by rank
+  std::vector<ConnectionPtr> send_to_;  // by rank; never emptied before the destructor
+  // send_to_'s connections for SendNow, read without the lock (taking it and a reference was a
+  // tenth of a shared-memory message's send); set with send_to_, never cleared.
+  std::vector<std::atomic<internal::ShmConnection*>> send_now_to_;
   std::set<ConnectionPtr> connections_;
   // What pollers walk: replaced, never changed, so a poll copies one pointer under the mutex.
   std::shared_ptr<const std::vector<ConnectionPtr>> polled_;

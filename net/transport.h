@@ -53,6 +53,12 @@ class Transport {
   // leave in the order of the calls. may_block: the caller may wait for socket space (an
   // application thread); the progress thread passes false.
   virtual void Send(int dest, OutgoingMessage message, bool may_block) = 0;
+  // Sends the frame within this call when the network can take all of it at once (a
+  // shared-memory ring with room, nothing queued before it): true then, and the payload's memory
+  // is free again. False sends nothing (the caller goes through Send); on_sent is never called.
+  // Application threads only. Spares a sender of borrowed memory its wait for on_sent, which
+  // cost a shared-memory message a fifth of its latency.
+  virtual bool SendNow(int /*dest*/, OutgoingMessage& /*message*/) { return false; }
   // Closes every connection without reporting peers as lost (the job is ending).
   virtual void Close() = 0;
 

@@ -350,11 +350,28 @@ void ShmConnection::Send(OutgoingMessage message, bool may_block) {
     }
     writer_active_ = true;
   }
-  if (!WriteAlone(pending)) {
+  if (WriteAlone(pending.header, pending.total, pending.message)) {
+    if (pending.message.on_sent) pending.message.on_sent(true);
+  } else {
     std::lock_guard lock(mutex_);
     queue_.push_front(std::move(pending));  // the writer role is still this thread's
   }
   WriteQueued(may_block);
+}
+
+bool ShmConnection::SendNow(OutgoingMessage& message) {
+  std::uint8_t header[kFrameHeaderSize];
+  std::uint64_t total = SealOutgoingHeader(message, my_rank_, header);
+  {
+    std::lock_guard lock(mutex_);
+    if (!established_ || closed_ || writer_active_ || !queue_.empty()) return false;
+    writer_active_ = true;
+  }
+  bool written = WriteAlone(header, total, message);
+  // Frames other threads queued meanwhile go out now; this thread may wait for room, as Send's
+  // callers on application threads may.
+  WriteQueued(/*may_block=*/true);
+  return written;
 }
 
 // The common case of a frame to an idle connection: straight into a cell or the ring, without the
@@ -364,18 +381,16 @@ void ShmConnection::Send(OutgoingMessage message, bool may_block) {
 // A frame that fits a cell goes into one when the reader has taken everything written to the ring
 // (checked in that order: the ring's tail is a line of the reader's), which keeps the pair's order
 // (see Poll); otherwise it takes the ring after the others.
-bool ShmConnection::WriteAlone(Pending& pending) {
-  if (pending.total <= CellRing::kFrameBytes && out_cells_.HasRoom() && out_.AllTaken()) {
-    CopyFrame(pending.header, pending.message, out_cells_);
+bool ShmConnection::WriteAlone(const std::uint8_t* header, std::uint64_t total,
+                               const OutgoingMessage& message) {
+  if (total <= CellRing::kFrameBytes && out_cells_.HasRoom() && out_.AllTaken()) {
+    CopyFrame(header, message, out_cells_);
     out_cells_.Publish();
     if (out_.ReaderMustBeSignalled()) Signal(setup_.data_out.get());
-  } else {
-    if (out_.Room() < pending.total) return false;
-    if (out_.Publish(CopyFrame(pending.header, pending.message, out_))) {
-      Signal(setup_.data_out.get());
-    }
+    return true;
   }
-  if (pending.message.on_sent) pending.message.on_sent(true);
+  if (out_.Room() < total) return false;
+  if (out_.Publish(CopyFrame(header, message, out_))) Signal(setup_.data_out.get());
   return true;
 }
 

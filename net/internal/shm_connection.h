@@ -61,6 +61,9 @@ class ShmConnection : public std::enable_shared_from_this<ShmConnection> {
   // The segment is mapped and authenticated: register with the engine and flush what is queued.
   void Establish(ShmSetup setup);
   void Send(OutgoingMessage message, bool may_block);
+  // Transport::SendNow: writes the frame in this call when the connection is idle and has room
+  // for all of it (application threads only; the frame's on_sent is not called).
+  bool SendNow(OutgoingMessage& message);
   // Reads and delivers whole frames; true when anything arrived. The caller holds a reference to
   // this connection for the call (the transport's polled list, or the callback's own): a handler
   // may close it, and taking one here cost two atomic operations on every poll of a waiting thread.
@@ -86,7 +89,7 @@ class ShmConnection : public std::enable_shared_from_this<ShmConnection> {
 
   void WriteQueued(bool may_block);
   // Writes a whole frame when the ring has room for it; the caller holds the writer role.
-  bool WriteAlone(Pending& pending);
+  bool WriteAlone(const std::uint8_t* header, std::uint64_t total, const OutgoingMessage& message);
   bool WaitForRoom();  // application threads; false once closed
   void OnSpace();
   void OnSocket();

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -47,10 +48,15 @@ class ShmTransportTest : public ::testing::Test {
   }
   void TearDown() override { StopPair(ranks_); }
 
-  // Sends count frames from rank 0 as thread `thread`, payload sizes drawn from sizes.
-  void SendFrames(std::uint32_t thread, std::uint32_t count, const std::vector<std::size_t>& sizes,
-                  std::vector<std::size_t>* sent_sizes) {
+  // Sends count frames from rank 0 as thread `thread`, payload sizes drawn from sizes. With
+  // send_now, each frame's payload is borrowed and first offered to SendNow, which must have
+  // copied it all when it says so (the buffer is scribbled over at once); Send takes the others.
+  // Returns how many went through SendNow.
+  std::uint32_t SendFrames(std::uint32_t thread, std::uint32_t count,
+                           const std::vector<std::size_t>& sizes,
+                           std::vector<std::size_t>* sent_sizes, bool send_now = false) {
     std::mt19937 random(thread + 1);
+    std::uint32_t sent_now = 0;
     for (std::uint32_t number = 0; number < count; ++number) {
       std::size_t size = sizes[random() % sizes.size()];
       auto payload = std::make_shared<std::vector<std::uint8_t>>(size);
@@ -61,10 +67,19 @@ class ShmTransportTest : public ::testing::Test {
       message.header.destination = 1;
       Stamp stamp{thread, number};
       message.body.assign(reinterpret_cast<const char*>(&stamp), sizeof stamp);
+      sent_sizes->push_back(size);
+      if (send_now) {
+        message.payload = Payload{payload->data(), size, nullptr};
+        if (ranks_[0].transport->SendNow(1, message)) {
+          std::memset(payload->data(), 0xEE, size);
+          ++sent_now;
+          continue;
+        }
+      }
       message.payload = Payload{payload->data(), size, payload};
       ranks_[0].transport->Send(1, std::move(message), /*may_block=*/true);
-      sent_sizes->push_back(size);
     }
+    return sent_now;
   }
 
   // Checks that the frames of each sender thread arrived in order, whole and unchanged.
@@ -133,6 +148,28 @@ TEST_F(ShmTransportTest, ConcurrentSendersEachKeepTheirOrder) {
   std::vector<InboundMessage> got = ranks_[1].host.Take(kThreads * kFrames);
   ASSERT_EQ(got.size(), kThreads * kFrames) << ranks_[1].host.lost();
   ExpectInOrder(got, sent);
+}
+
+// Frames written at once by their sender (SendNow, for borrowed memory) mixed with frames of
+// other threads that queue: SendNow writes only when nothing is queued before it, so each
+// thread's order still holds, and what it wrote is a copy (the sender reuses its buffer at once).
+TEST_F(ShmTransportTest, FramesSentAtOnceKeepTheirOrderAmongQueuedOnes) {
+  constexpr std::uint32_t kThreads = 3;
+  constexpr std::uint32_t kFrames = 6000;
+  std::vector<std::vector<std::size_t>> sent(kThreads);
+  std::atomic<std::uint32_t> sent_now{0};
+  std::vector<std::thread> senders;
+  for (std::uint32_t thread = 0; thread < kThreads; ++thread) {
+    senders.emplace_back([&, thread] {
+      sent_now += SendFrames(thread, kFrames, {0, 8, kCellPayload, 200, 5000, 70000}, &sent[thread],
+                             /*send_now=*/thread != 2);
+    });
+  }
+  for (std::thread& sender : senders) sender.join();
+  std::vector<InboundMessage> got = ranks_[1].host.Take(kThreads * kFrames);
+  ASSERT_EQ(got.size(), kThreads * kFrames) << ranks_[1].host.lost();
+  ExpectInOrder(got, sent);
+  EXPECT_GT(sent_now.load(), 0u) << "no frame was written at once: every one took the queue";
 }
 
 }  // namespace
