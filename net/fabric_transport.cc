@@ -123,7 +123,8 @@ wire::Endpoint FabricTransport::LocalEndpoint() const {
 }
 
 void FabricTransport::SetJobTable(const wire::JobTable& table) {
-  std::lock_guard lock(ucx_mutex_);
+  std::unique_lock lock(ucx_mutex_);
+  const bool was_lazy = arms_lazily_.load(std::memory_order_relaxed);
   std::string my_host;
   for (const wire::NodeInfo& node : table.nodes()) {
     if (node.rank() == rank_) my_host = node.host();
@@ -145,6 +146,8 @@ void FabricTransport::SetJobTable(const wire::JobTable& table) {
       peers_[static_cast<std::size_t>(node.rank())]->address = std::move(address);
     }
   }
+  lock.unlock();  // the engine polls this transport under its own lock, then takes ucx_mutex_
+  if (arms_lazily_.load(std::memory_order_relaxed) != was_lazy) engine_.PollerLazinessChanged();
 }
 
 ucp_ep_h FabricTransport::EndpointLocked(Peer& peer) {

@@ -179,6 +179,31 @@ void ProgressEngine::RemovePoller(Poller* poller) {
                                                                         std::memory_order_release);
 }
 
+void ProgressEngine::PollerLazinessChanged() {
+  std::lock_guard drivers_lock(drivers_mutex_);
+  {
+    std::lock_guard lock(pollers_mutex_);
+    for (std::atomic<int>& count : pollers_of_) count.store(0, std::memory_order_relaxed);
+    for (Poller* poller : pollers_) {
+      pollers_of_[static_cast<std::size_t>(poller->ArmsLazily())].fetch_add(
+          1, std::memory_order_release);
+    }
+  }
+  // While a thread drives, the last to leave arms what is not known to be armed.
+  lazy_armed_ = false;
+  small_lazy_armed_ = false;
+  if (drivers_ != 0) return;
+  bool waiting = ArmPollers(Laziness::kEager);
+  waiting |= ArmPollers(Laziness::kAfterReceives);
+  waiting |= ArmPollers(Laziness::kAfterSmallReceives);
+  lazy_armed_ = true;
+  small_lazy_armed_ = true;
+  if (waiting) {
+    std::uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake_fd_.get(), &one, sizeof one);
+  }
+}
+
 bool ProgressEngine::HavePollers(Laziness laziness) const {
   return pollers_of_[static_cast<std::size_t>(laziness)].load(std::memory_order_acquire) > 0;
 }

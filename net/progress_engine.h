@@ -75,6 +75,10 @@ class ProgressEngine : public CompletionDriver {
   // Pollers stay registered until removed; Remove waits for a poll in progress to end.
   void AddPoller(Poller* poller);
   void RemovePoller(Poller* poller);
+  // A poller's ArmsLazily changed (a fabric worker learns with the job table whether a peer
+  // shares its host): the engine counts its pollers by kind again and arms them all, since it
+  // cannot know which kind's state the poller is in.
+  void PollerLazinessChanged();
   // Waiting threads poll only the pollers, with no system call, and leave the event set with the
   // progress thread: right when every peer of the node is reached through a poller, since taking
   // the event set costs two system calls per wait. Otherwise they also take the event set.
