@@ -99,7 +99,7 @@ class ProgressEngine : public CompletionDriver {
   void DriveBriefly(Completion& completion) override;
   static constexpr int kDefaultDriveMicros = 50;
   // A driver reads the clock once every this many rounds of polling (see DriveBriefly).
-  static constexpr unsigned kRoundsPerClockRead = 8;
+  static constexpr unsigned kRoundsPerClockRead = 32;
   // A receive in a conversation (Completion::waits_in_bursts) polls this many budgets. Its answer
   // usually comes within microseconds, but on a machine with no core to spare the peer is now and
   // then preempted for longer than one budget; a waiter that then sleeps sends the pair through

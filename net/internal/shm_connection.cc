@@ -350,7 +350,9 @@ void ShmConnection::Send(OutgoingMessage message, bool may_block) {
     }
     writer_active_ = true;
   }
-  if (WriteAlone(pending.header, pending.total, pending.message)) {
+  bool signal = false;
+  if (WriteAlone(pending.header, pending.total, pending.message, &signal)) {
+    if (signal) Signal(setup_.data_out.get());
     if (pending.message.on_sent) pending.message.on_sent(true);
   } else {
     std::lock_guard lock(mutex_);
@@ -362,12 +364,26 @@ void ShmConnection::Send(OutgoingMessage message, bool may_block) {
 bool ShmConnection::SendNow(OutgoingMessage& message) {
   std::uint8_t header[kFrameHeaderSize];
   std::uint64_t total = SealOutgoingHeader(message, my_rank_, header);
+  bool signal = false;
+  if (total <= CellRing::kFrameBytes) {
+    // A cell's worth is copied under the lock, in the time the writer role would take to claim
+    // and give back (two more trips through the lock, a tenth of a small message's send).
+    bool written;
+    {
+      std::lock_guard lock(mutex_);
+      if (!established_ || closed_ || writer_active_ || !queue_.empty()) return false;
+      written = WriteAlone(header, total, message, &signal);
+    }
+    if (signal) Signal(setup_.data_out.get());
+    return written;
+  }
   {
     std::lock_guard lock(mutex_);
     if (!established_ || closed_ || writer_active_ || !queue_.empty()) return false;
     writer_active_ = true;
   }
-  bool written = WriteAlone(header, total, message);
+  bool written = WriteAlone(header, total, message, &signal);
+  if (signal) Signal(setup_.data_out.get());
   // Frames other threads queued meanwhile go out now; this thread may wait for room, as Send's
   // callers on application threads may.
   WriteQueued(/*may_block=*/true);
@@ -376,21 +392,22 @@ bool ShmConnection::SendNow(OutgoingMessage& message) {
 
 // The common case of a frame to an idle connection: straight into a cell or the ring, without the
 // queue and its batch (a ping-pong's half round trip is well under a microsecond, and the queue's
-// locks, moves and allocations were a good part of it). False when the ring lacks room for it.
+// locks, moves and allocations were a good part of it). False when the ring lacks room for it;
+// *signal is set when the reader sleeps and must be signalled.
 //
 // A frame that fits a cell goes into one when the reader has taken everything written to the ring
 // (checked in that order: the ring's tail is a line of the reader's), which keeps the pair's order
 // (see Poll); otherwise it takes the ring after the others.
 bool ShmConnection::WriteAlone(const std::uint8_t* header, std::uint64_t total,
-                               const OutgoingMessage& message) {
+                               const OutgoingMessage& message, bool* signal) {
   if (total <= CellRing::kFrameBytes && out_cells_.HasRoom() && out_.AllTaken()) {
     CopyFrame(header, message, out_cells_);
     out_cells_.Publish();
-    if (out_.ReaderMustBeSignalled()) Signal(setup_.data_out.get());
+    *signal = out_.ReaderMustBeSignalled();
     return true;
   }
   if (out_.Room() < total) return false;
-  if (out_.Publish(CopyFrame(header, message, out_))) Signal(setup_.data_out.get());
+  *signal = out_.Publish(CopyFrame(header, message, out_));
   return true;
 }
 

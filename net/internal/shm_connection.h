@@ -88,8 +88,10 @@ class ShmConnection : public std::enable_shared_from_this<ShmConnection> {
   enum class ReadState { kHeader, kBody, kPayload };
 
   void WriteQueued(bool may_block);
-  // Writes a whole frame when the ring has room for it; the caller holds the writer role.
-  bool WriteAlone(const std::uint8_t* header, std::uint64_t total, const OutgoingMessage& message);
+  // Writes a whole frame when the ring has room for it; the caller holds the writer role (or the
+  // lock, with the role free).
+  bool WriteAlone(const std::uint8_t* header, std::uint64_t total, const OutgoingMessage& message,
+                  bool* signal);
   bool WaitForRoom();  // application threads; false once closed
   void OnSpace();
   void OnSocket();
