@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "base/log.h"
 
@@ -98,7 +99,7 @@ Mailbox::Result Mailbox::Receive(int source, int tag, void* buffer, std::size_t 
     // A message is being read into the buffer already: the receive completes.
   }
   posted.done.Wait(&reason);
-  return posted.result;
+  return std::move(posted.result);
 }
 
 std::uint8_t* Mailbox::Place(const FrameHeader& header, const std::string& body) {
@@ -122,28 +123,28 @@ std::uint8_t* Mailbox::Place(const FrameHeader& header, const std::string& body)
   return nullptr;
 }
 
-// Callers hold mutex_; queued is the next message of its source.
-void Mailbox::DeliverInOrder(Queued queued) {
-  int source = queued.message.header.source;
-  std::size_t length = static_cast<std::size_t>(queued.message.header.payload_length);
+// Callers hold mutex_; message is the next message of its source.
+void Mailbox::DeliverInOrder(InboundMessage& message, int tag) {
+  int source = message.header.source;
+  std::size_t length = static_cast<std::size_t>(message.header.payload_length);
   for (Posted* posted = first_posted_; posted != nullptr; posted = posted->next) {
-    if (posted->claimed || !Matches(posted->source, posted->tag, source, queued.tag)) continue;
+    if (posted->claimed || !Matches(posted->source, posted->tag, source, tag)) continue;
     if (length > posted->capacity) {
-      posted->result = Truncated(source, queued.tag, length, posted->capacity);
-      KeepPayload(queued.message);
-      unexpected_.push_back(std::move(queued));
+      posted->result = Truncated(source, tag, length, posted->capacity);
+      KeepPayload(message);
+      unexpected_.push_back(Queued{std::move(message), tag});
     } else {
-      if (length > 0) std::memcpy(posted->buffer, queued.message.payload, length);
-      posted->result = Result{LMDX_OK, source, queued.tag, length, {}};
+      if (length > 0) std::memcpy(posted->buffer, message.payload, length);
+      posted->result = Result{LMDX_OK, source, tag, length, {}};
     }
     Complete(posted);
     return;
   }
-  KeepPayload(queued.message);
-  unexpected_.push_back(std::move(queued));
+  KeepPayload(message);
+  unexpected_.push_back(Queued{std::move(message), tag});
 }
 
-void Mailbox::Deliver(InboundMessage message) {
+void Mailbox::Deliver(InboundMessage&& message) {
   int source = message.header.source;
   std::optional<RawBody> raw = RawBody::Decode(message.body);
   if (!raw || source < 0) {
@@ -173,12 +174,12 @@ void Mailbox::Deliver(InboundMessage message) {
     order.early.emplace(raw->sequence, Queued{std::move(message), raw->tag});
     return;
   } else {
-    DeliverInOrder(Queued{std::move(message), raw->tag});
+    DeliverInOrder(message, raw->tag);
   }
   ++order.next;
   while (!order.early.empty() && order.early.begin()->first == order.next) {
     auto early = order.early.extract(order.early.begin());
-    DeliverInOrder(std::move(early.mapped()));
+    DeliverInOrder(early.mapped().message, early.mapped().tag);
     ++order.next;
   }
 }

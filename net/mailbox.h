@@ -57,7 +57,7 @@ class Mailbox {
   // or nullptr. A frame that overtook an earlier one of its source is never placed.
   std::uint8_t* Place(const FrameHeader& header, const std::string& body);
   // Progress thread: a whole raw message arrived (its payload placed or not).
-  void Deliver(InboundMessage message);
+  void Deliver(InboundMessage&& message);
   // A transport keeps a raw message's data at its sender until a receive names memory for it
   // (TransportHost::WakeOnNextReceive): the next receive posted calls on_posted (outside the lock),
   // which wakes whoever must look again. A receiving thread that parks never polls the network
@@ -99,9 +99,10 @@ class Mailbox {
            (want_tag == LMDX_ANY_TAG || want_tag == tag);
   }
   static Result Truncated(int source, int tag, std::size_t length, std::size_t capacity);
-  SourceOrder& OrderOf(int source);    // callers hold mutex_
-  void DeliverInOrder(Queued queued);  // callers hold mutex_
-  void Post(Posted* posted);           // appends; callers hold mutex_
+  SourceOrder& OrderOf(int source);  // callers hold mutex_
+  // Moves message into the queue only when no receive takes it; callers hold mutex_.
+  void DeliverInOrder(InboundMessage& message, int tag);
+  void Post(Posted* posted);  // appends; callers hold mutex_
   // Takes posted out of the list and signals its waiter; callers hold mutex_.
   void Complete(Posted* posted);
   void Unlist(Posted* posted);  // callers hold mutex_

@@ -59,7 +59,7 @@ class CountingHost : public TransportHost {
   }
   bool MayPlaceLater(const FrameHeader& header) override { return node_.MayPlaceLater(header); }
   void WakeOnNextReceive() override { node_.WakeOnNextReceive(); }
-  void OnMessage(InboundMessage message) override {
+  void OnMessage(InboundMessage&& message) override {
     int source = message.header.source;
     if (source >= 0 && source < static_cast<int>(received_.size())) {
       AddAsDispatcher(received_[static_cast<std::size_t>(source)], 1);
@@ -453,7 +453,7 @@ Transport* Node::HintedRoute(int dest, int network) {
 }
 
 // Sends message; a borrowed payload is the caller's memory: returns once the kernel has it.
-void Node::SendBlocking(int dest, OutgoingMessage message, int network) {
+void Node::SendBlocking(int dest, OutgoingMessage&& message, int network) {
   bool borrowed = message.payload.size > 0 && !message.payload.owner;
   if (!borrowed || dest == info_.rank) {
     SendFrame(dest, std::move(message), network);
@@ -680,7 +680,7 @@ std::uint8_t* Node::PlacePayload(const FrameHeader& header, const std::string& b
   return placer ? placer(header, body) : nullptr;
 }
 
-void Node::OnMessage(InboundMessage message) {
+void Node::OnMessage(InboundMessage&& message) {
   if (message.header.type != MessageType::kWaitReport) wait_board::NoteTraffic();
   TypeCounters& counters = type_counters_[static_cast<std::size_t>(message.header.type)];
   AddAsDispatcher(counters.received_frames, 1);

@@ -203,7 +203,7 @@ class Node : public TransportHost {
   }
   // The mailbox's posted hook wakes the progress thread, which polls every transport.
   void WakeOnNextReceive() override { mailbox_.NoticeNextPost(); }
-  void OnMessage(InboundMessage message) override;
+  void OnMessage(InboundMessage&& message) override;
   void OnPeerLost(int rank, const std::string& why) override;
 
  private:
@@ -213,7 +213,7 @@ class Node : public TransportHost {
   void StartTransports();
   // network: an index of kNetworkPreference, or kPairNetwork for the pair's own.
   static constexpr int kPairNetwork = -1;
-  void SendBlocking(int dest, OutgoingMessage message, int network);
+  void SendBlocking(int dest, OutgoingMessage&& message, int network);
   bool SendNow(int dest, OutgoingMessage& message, int network);
   void CountSent(const OutgoingMessage& message);
   void SendFrame(int dest, OutgoingMessage message, int network = kPairNetwork,

@@ -46,7 +46,7 @@ class RecordingHost : public TransportHost {
   void WakeOnNextReceive() override { ++wakes_asked_; }
   // The times a transport asked to hear of the next receive (it held a message for one).
   int wakes_asked() const { return wakes_asked_.load(); }
-  void OnMessage(InboundMessage message) override {
+  void OnMessage(InboundMessage&& message) override {
     KeepPayload(message);  // a raw frame's payload may still lie in a shared-memory cell
     std::lock_guard lock(mutex_);
     messages_.push_back(std::move(message));
