@@ -328,7 +328,10 @@ std::int64_t ProgressEngine::PrepareSleepLocked(std::int64_t timeout_ns) {
   if (!lazy) {
     lazy_until_ns_ = 0;
   } else if (lazy_until_ns_ == 0) {
-    start_window();  // the first look since a driver left them lazy
+    // The first look since a driver left them lazy. Pollers disarmed by this thread's own linger
+    // (no receive counted) are no conversation: they are armed at once, as a request to a node
+    // that served one must be heard.
+    if (lazy_receives_ != window_receives_ || drivers_ != 0) start_window();
   } else if (now >= lazy_until_ns_) {
     if (lazy_receives_ != window_receives_ || drivers_ != 0) {
       // A window passed and the conversation still goes on: the next is longer, since this

@@ -71,7 +71,7 @@ class ShmTransportTest : public ::testing::Test {
       if (send_now) {
         message.payload = Payload{payload->data(), size, nullptr};
         if (ranks_[0].transport->SendNow(1, message)) {
-          std::memset(payload->data(), 0xEE, size);
+          if (size > 0) std::memset(payload->data(), 0xEE, size);
           ++sent_now;
           continue;
         }
