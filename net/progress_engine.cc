@@ -167,16 +167,14 @@ void ProgressEngine::AddPoller(Poller* poller) {
   std::lock_guard lock(pollers_mutex_);
   pollers_.push_back(poller);
   have_pollers_.store(true, std::memory_order_release);
-  pollers_of_[static_cast<std::size_t>(poller->ArmsLazily())].fetch_add(1,
-                                                                        std::memory_order_release);
+  PollersOf(poller->ArmsLazily()).fetch_add(1, std::memory_order_release);
 }
 
 void ProgressEngine::RemovePoller(Poller* poller) {
   std::lock_guard lock(pollers_mutex_);
   if (std::erase(pollers_, poller) == 0) return;
   have_pollers_.store(!pollers_.empty(), std::memory_order_release);
-  pollers_of_[static_cast<std::size_t>(poller->ArmsLazily())].fetch_sub(1,
-                                                                        std::memory_order_release);
+  PollersOf(poller->ArmsLazily()).fetch_sub(1, std::memory_order_release);
 }
 
 void ProgressEngine::PollerLazinessChanged() {
@@ -185,27 +183,30 @@ void ProgressEngine::PollerLazinessChanged() {
     std::lock_guard lock(pollers_mutex_);
     for (std::atomic<int>& count : pollers_of_) count.store(0, std::memory_order_relaxed);
     for (Poller* poller : pollers_) {
-      pollers_of_[static_cast<std::size_t>(poller->ArmsLazily())].fetch_add(
-          1, std::memory_order_release);
+      PollersOf(poller->ArmsLazily()).fetch_add(1, std::memory_order_release);
     }
   }
   // While a thread drives, the last to leave arms what is not known to be armed.
   lazy_armed_ = false;
   small_lazy_armed_ = false;
   if (drivers_ != 0) return;
-  bool waiting = ArmPollers(Laziness::kEager);
-  waiting |= ArmPollers(Laziness::kAfterReceives);
-  waiting |= ArmPollers(Laziness::kAfterSmallReceives);
-  lazy_armed_ = true;
-  small_lazy_armed_ = true;
-  if (waiting) {
+  if (ArmEveryPollerLocked()) {
     std::uint64_t one = 1;
     [[maybe_unused]] ssize_t n = ::write(wake_fd_.get(), &one, sizeof one);
   }
 }
 
-bool ProgressEngine::HavePollers(Laziness laziness) const {
-  return pollers_of_[static_cast<std::size_t>(laziness)].load(std::memory_order_acquire) > 0;
+bool ProgressEngine::HavePollers(Laziness laziness) {
+  return PollersOf(laziness).load(std::memory_order_acquire) > 0;
+}
+
+bool ProgressEngine::ArmEveryPollerLocked() {
+  bool waiting = ArmPollers(Laziness::kEager);
+  waiting |= ArmPollers(Laziness::kAfterReceives);
+  waiting |= ArmPollers(Laziness::kAfterSmallReceives);
+  lazy_armed_ = true;
+  small_lazy_armed_ = true;
+  return waiting;
 }
 
 bool ProgressEngine::PollAll() {
@@ -349,11 +350,7 @@ std::int64_t ProgressEngine::PrepareSleepLocked(std::int64_t timeout_ns) {
     if (drivers_ == 0 && ArmPollers(Laziness::kEager)) timeout_ns = 0;
     shorten_to(lazy_until_ns_ - now);
   } else if (drivers_ == 0) {
-    if (ArmPollers(Laziness::kEager)) timeout_ns = 0;
-    if (ArmPollers(Laziness::kAfterReceives)) timeout_ns = 0;
-    if (ArmPollers(Laziness::kAfterSmallReceives)) timeout_ns = 0;
-    lazy_armed_ = true;
-    small_lazy_armed_ = true;
+    if (ArmEveryPollerLocked()) timeout_ns = 0;
     WatchEventSetLocked(true);  // what came meanwhile wakes this thread at once
     lazy_window_ns_ = LazyGraceNs();
   }

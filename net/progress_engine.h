@@ -133,6 +133,9 @@ class ProgressEngine : public CompletionDriver {
   bool ArmPollers(Laziness laziness);
   // True when there was any poller of that laziness.
   bool DisarmPollers(Laziness laziness);
+  // Arms the pollers of every laziness and marks the lazy ones armed; true when one has something
+  // waiting. Caller holds drivers_mutex_.
+  bool ArmEveryPollerLocked();
   // A thread polls from now on: disarms the eager pollers and those lazy ones still armed, and
   // takes the event set when drivers poll it; caller holds drivers_mutex_.
   void StartPollingLocked(bool take_event_set);
@@ -203,7 +206,10 @@ class ProgressEngine : public CompletionDriver {
   // How many pollers of each laziness there are: arming and disarming skip the lock for a kind
   // there is none of (every wait begins and ends with one of each; most nodes have one kind).
   std::atomic<int> pollers_of_[3] = {};
-  bool HavePollers(Poller::Laziness laziness) const;
+  std::atomic<int>& PollersOf(Poller::Laziness laziness) {
+    return pollers_of_[static_cast<std::size_t>(laziness)];
+  }
+  bool HavePollers(Poller::Laziness laziness);
 
   std::mutex mutex_;  // guards the tables below
   std::unordered_map<int, std::shared_ptr<Registration>> registrations_;

@@ -193,9 +193,7 @@ void ShmTransport::Send(int dest, OutgoingMessage message, bool may_block) {
       }
       address = addresses_[static_cast<std::size_t>(dest)];
       connection = MakeConnection(dest, "rank " + std::to_string(dest) + " at @" + address);
-      send_to_[static_cast<std::size_t>(dest)] = connection;
-      send_now_to_[static_cast<std::size_t>(dest)].store(connection.get(),
-                                                         std::memory_order_release);
+      SendThrough(dest, connection);
       Track(connection);
       fresh = true;
     }
@@ -207,6 +205,11 @@ void ShmTransport::Send(int dest, OutgoingMessage message, bool may_block) {
   // Queue first: the segment is set up below, and other threads queue meanwhile.
   connection->Send(std::move(message), may_block);
   if (fresh) Connect(connection, address);
+}
+
+void ShmTransport::SendThrough(int dest, const ConnectionPtr& connection) {
+  send_to_[static_cast<std::size_t>(dest)] = connection;
+  send_now_to_[static_cast<std::size_t>(dest)].store(connection.get(), std::memory_order_release);
 }
 
 bool ShmTransport::SendNow(int dest, OutgoingMessage& message) {
@@ -405,11 +408,7 @@ void ShmTransport::Accept(Fd& socket, pid_t pid) {
         return;
       }
       Track(connection);
-      if (!send_to_[static_cast<std::size_t>(peer)]) {
-        send_to_[static_cast<std::size_t>(peer)] = connection;
-        send_now_to_[static_cast<std::size_t>(peer)].store(connection.get(),
-                                                           std::memory_order_release);
-      }
+      if (!send_to_[static_cast<std::size_t>(peer)]) SendThrough(peer, connection);
     }
     DebugLine("shm: rank " + std::to_string(peer) + " shares a segment with this node");
     connection->Establish(std::move(setup));

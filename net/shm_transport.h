@@ -78,6 +78,9 @@ class ShmTransport : public Transport, private ProgressEngine::Poller {
   void Connect(const ConnectionPtr& connection, const std::string& address);
   ConnectionPtr MakeConnection(int peer, const std::string& label);
   void Track(const ConnectionPtr& connection);
+  // Frames to dest go through connection from now on (send_to_ and send_now_to_); caller holds
+  // mutex_.
+  void SendThrough(int dest, const ConnectionPtr& connection);
   void OnClosed(const ConnectionPtr& connection, const std::string& why);
   // The process key names when it is dest's, the process at the other end of the pair's socket;
   // 0 otherwise.

@@ -371,7 +371,7 @@ bool ShmConnection::SendNow(OutgoingMessage& message) {
     bool written;
     {
       std::lock_guard lock(mutex_);
-      if (!established_ || closed_ || writer_active_ || !queue_.empty()) return false;
+      if (!IdleLocked()) return false;
       written = WriteAlone(header, total, message, &signal);
     }
     if (signal) Signal(setup_.data_out.get());
@@ -379,7 +379,7 @@ bool ShmConnection::SendNow(OutgoingMessage& message) {
   }
   {
     std::lock_guard lock(mutex_);
-    if (!established_ || closed_ || writer_active_ || !queue_.empty()) return false;
+    if (!IdleLocked()) return false;
     writer_active_ = true;
   }
   bool written = WriteAlone(header, total, message, &signal);

@@ -87,6 +87,8 @@ class ShmConnection : public std::enable_shared_from_this<ShmConnection> {
   };
   enum class ReadState { kHeader, kBody, kPayload };
 
+  // Established and open, with no writer and nothing queued: a frame may go straight out.
+  bool IdleLocked() const { return established_ && !closed_ && !writer_active_ && queue_.empty(); }
   void WriteQueued(bool may_block);
   // Writes a whole frame when the ring has room for it; the caller holds the writer role (or the
   // lock, with the role free).

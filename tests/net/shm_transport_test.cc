@@ -81,6 +81,24 @@ class ShmTransportTest : public ::testing::Test {
     return sent_now;
   }
 
+  // kThreads threads send kFrames frames each at once (sizes drawn from sizes; those for which
+  // send_now says so offer every frame to SendNow first); each thread's frames must arrive in
+  // order.
+  template <typename SendNowFor>
+  void SendFromThreadsAndExpectOrder(std::uint32_t threads, std::uint32_t frames,
+                                     const std::vector<std::size_t>& sizes, SendNowFor send_now) {
+    std::vector<std::vector<std::size_t>> sent(threads);
+    std::vector<std::thread> senders;
+    for (std::uint32_t thread = 0; thread < threads; ++thread) {
+      senders.emplace_back(
+          [&, thread] { SendFrames(thread, frames, sizes, &sent[thread], send_now(thread)); });
+    }
+    for (std::thread& sender : senders) sender.join();
+    std::vector<InboundMessage> got = ranks_[1].host.Take(threads * frames);
+    ASSERT_EQ(got.size(), threads * frames) << ranks_[1].host.lost();
+    ExpectInOrder(got, sent);
+  }
+
   // Checks that the frames of each sender thread arrived in order, whole and unchanged.
   static void ExpectInOrder(const std::vector<InboundMessage>& got,
                             const std::vector<std::vector<std::size_t>>& sent_sizes) {
@@ -134,19 +152,8 @@ TEST_F(ShmTransportTest, SmallFramesWrapTheCellsManyTimes) {
 
 // Several threads send at once: each thread's frames keep their order.
 TEST_F(ShmTransportTest, ConcurrentSendersEachKeepTheirOrder) {
-  constexpr std::uint32_t kThreads = 3;
-  constexpr std::uint32_t kFrames = 2000;
-  std::vector<std::vector<std::size_t>> sent(kThreads);
-  std::vector<std::thread> senders;
-  for (std::uint32_t thread = 0; thread < kThreads; ++thread) {
-    senders.emplace_back([&, thread] {
-      SendFrames(thread, kFrames, {0, 8, kCellPayload, 200, 5000}, &sent[thread]);
-    });
-  }
-  for (std::thread& sender : senders) sender.join();
-  std::vector<InboundMessage> got = ranks_[1].host.Take(kThreads * kFrames);
-  ASSERT_EQ(got.size(), kThreads * kFrames) << ranks_[1].host.lost();
-  ExpectInOrder(got, sent);
+  SendFromThreadsAndExpectOrder(3, 2000, {0, 8, kCellPayload, 200, 5000},
+                                [](std::uint32_t) { return false; });
 }
 
 // Frames written at once by their sender (SendNow, for borrowed memory) mixed with frames of
@@ -166,20 +173,8 @@ TEST_F(ShmTransportTest, FramesSentAtOnceKeepTheirOrderAmongQueuedOnes) {
 
   // Then three threads at once, two of them offering every frame to SendNow (most find another
   // thread's frames queued or the writer busy, and queue theirs).
-  constexpr std::uint32_t kThreads = 3;
-  constexpr std::uint32_t kFrames = 6000;
-  std::vector<std::vector<std::size_t>> sent(kThreads);
-  std::vector<std::thread> senders;
-  for (std::uint32_t thread = 0; thread < kThreads; ++thread) {
-    senders.emplace_back([&, thread] {
-      SendFrames(thread, kFrames, {0, 8, kCellPayload, 200, 5000, 70000}, &sent[thread],
-                 /*send_now=*/thread != 2);
-    });
-  }
-  for (std::thread& sender : senders) sender.join();
-  std::vector<InboundMessage> got = ranks_[1].host.Take(kThreads * kFrames);
-  ASSERT_EQ(got.size(), kThreads * kFrames) << ranks_[1].host.lost();
-  ExpectInOrder(got, sent);
+  SendFromThreadsAndExpectOrder(3, 6000, {0, 8, kCellPayload, 200, 5000, 70000},
+                                [](std::uint32_t thread) { return thread != 2; });
 }
 
 }  // namespace
