@@ -210,6 +210,7 @@ void FabricTransport::Send(int dest, OutgoingMessage message, bool /*may_block*/
 
   bool sent = false;
   bool failed = false;
+  bool queued = false;  // the first frame UCX queued since the queue was last empty
   {
     std::lock_guard lock(ucx_mutex_);
     Peer& peer = *peers_.at(static_cast<std::size_t>(dest));
@@ -217,6 +218,11 @@ void FabricTransport::Send(int dest, OutgoingMessage message, bool /*may_block*/
     if (endpoint == nullptr) {
       failed = true;
     } else {
+      if (keeping_sends_moving_) {
+        // Frames are queued: a sender that goes on sending moves them along itself, faster than
+        // the progress thread's looks would. What that brings in is handed over by the look.
+        ProgressLocked();
+      }
       am.token = peer.send_token;
       am.sequence = peer.next_send++;
       EncodeAmHeader(am, op->header.data());
@@ -236,15 +242,42 @@ void FabricTransport::Send(int dest, OutgoingMessage message, bool /*may_block*/
         sent = true;  // out of the caller's memory already (copied, or on the wire)
       } else {
         sends_in_flight_.insert(op.release());
+        queued = !std::exchange(keeping_sends_moving_, true);
       }
     }
   }
+  if (queued) engine_.Post([this] { KeepSendsMoving(); });
   if (failed) {
     // The node hears of the lost peer from the dispatching thread (Deliver): wake it.
     engine_.Post([] {});
     if (op->message.on_sent) op->message.on_sent(false);
   } else if (sent && op->message.on_sent) {
     op->message.on_sent(true);
+  }
+}
+
+void FabricTransport::KeepSendsMoving() {
+  bool moved;
+  {
+    std::lock_guard lock(ucx_mutex_);
+    if (closing_ || sends_in_flight_.empty()) {
+      keeping_sends_moving_ = false;
+      return;
+    }
+    std::size_t before = sends_in_flight_.size();
+    ProgressLocked();
+    moved = sends_in_flight_.size() < before;
+    if (sends_in_flight_.empty()) keeping_sends_moving_ = false;
+  }
+  Deliver();  // the finished sends' on_sent, and whatever the progress brought in
+  std::lock_guard lock(ucx_mutex_);
+  if (!keeping_sends_moving_ || closing_) return;
+  // A queue that does not move waits for its peer to take what it has: looking every
+  // millisecond, not spinning, leaves the peer a core to do so.
+  if (moved) {
+    engine_.Post([this] { KeepSendsMoving(); });
+  } else {
+    engine_.PostAfter(1, [this] { KeepSendsMoving(); });
   }
 }
 

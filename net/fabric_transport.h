@@ -110,6 +110,11 @@ class FabricTransport : public Transport, private ProgressEngine::Poller {
   void* RendezvousTarget(Peer& peer, Inbound& inbound, std::string* error);
   // On the progress thread when a frame's wait for its receive may be over.
   void OnPlacementDeadline();
+  // On the dispatching thread while frames are queued in UCX (sends_in_flight_): progresses the
+  // worker, and comes back at once while the queue moves, a millisecond later while it does not.
+  // UCX sends a queued frame only when its worker is progressed, and a sender that does not wait
+  // (a node's handlers) never polls, while an armed worker hears no event of its own sends.
+  void KeepSendsMoving();
 
   // ProgressEngine::Poller.
   bool Poll() override;
@@ -144,6 +149,7 @@ class FabricTransport : public Transport, private ProgressEngine::Poller {
   std::mutex ucx_mutex_;                      // held around every UCX call; guards everything below
   std::vector<std::unique_ptr<Peer>> peers_;  // by rank, once the job table is known
   std::set<SendOp*> sends_in_flight_;
+  bool keeping_sends_moving_ = false;  // a KeepSendsMoving is posted or running
   std::set<GetOp*> gets_in_flight_;
   std::vector<ucp_mem_h> exposed_;  // memory peers may read, until Close
   std::vector<std::pair<std::function<void(bool)>, bool>> finished_sends_;

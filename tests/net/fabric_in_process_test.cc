@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -163,6 +164,33 @@ TEST_P(FabricInProcessTest, FramesBehindOneWaitingForItsReceiveArriveInOrder) {
   ASSERT_EQ(got.size(), std::size(sizes));
   for (std::size_t index = 0; index < got.size(); ++index) {
     ExpectPayload(got[index], index, sizes[index]);
+  }
+  ExpectNoPeerLost();
+}
+
+// A node's handlers send without waiting for anything (an answer, a forwarded request). UCX
+// queues what the peer cannot take yet (over shared memory, its receive queue holds 64 frames),
+// and those frames must still go although the sender never polls: nobody waits on this side.
+TEST_P(FabricInProcessTest, ABurstNobodyWaitsForArrivesWhole) {
+  constexpr std::size_t kFrames = 20000;
+  for (std::size_t index = 0; index < kFrames; ++index) {
+    auto payload = std::make_shared<std::uint64_t>(index * 3);
+    OutgoingMessage message;
+    message.header.type = MessageType::kRaw;
+    message.header.source = 0;
+    message.header.destination = 1;
+    message.header.request_id = index;
+    message.payload = Payload{payload.get(), sizeof(std::uint64_t), payload};
+    ranks_[0].transport->Send(1, std::move(message), /*may_block=*/false);
+  }
+  std::vector<InboundMessage> got = ranks_[1].host.Take(kFrames);
+  ASSERT_EQ(got.size(), kFrames) << "the burst stalled";
+  for (std::size_t index = 0; index < kFrames; ++index) {
+    ASSERT_EQ(got[index].header.request_id, index) << "out of order";
+    std::uint64_t value = 0;
+    ASSERT_EQ(got[index].header.payload_length, sizeof value);
+    std::memcpy(&value, got[index].payload, sizeof value);
+    ASSERT_EQ(value, index * 3);
   }
   ExpectNoPeerLost();
 }
