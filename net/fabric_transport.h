@@ -25,8 +25,8 @@ class UcxWorker;
 
 // The fabric transport: frames as UCX active messages (net/internal/ucx_am_header.h), over
 // whatever UCX finds or UCX_TLS names (InfiniBand, RoCE, TCP, shared memory). One UCX context and
-// worker per node; an endpoint to a peer is made by the first send to it, from the worker address
-// the peer advertised through the rendezvous.
+// worker per node; an endpoint to each peer is made when the job table comes (SetJobTable says
+// why), from the worker address the peer advertised through the rendezvous.
 //
 // Threads. Every UCX call is made under one mutex (ucx_mutex_) and the worker is in UCX's
 // serialized mode: Send may come from any thread, and a thread that waits for the network polls
@@ -61,6 +61,8 @@ class FabricTransport : public Transport, private ProgressEngine::Poller {
   // UCX queues what it cannot send at once and never blocks, so may_block changes nothing; the
   // frame's memory is kept until UCX is done with it and on_sent runs then.
   void Send(int dest, OutgoingMessage message, bool may_block) override;
+  // Small frames only, when UCX can send them within the call (see the definition).
+  bool SendNow(int dest, OutgoingMessage& message) override;
   void Close() override;
 
   // One-sided reads (Transport): over UCX's remote memory access, ucp_get_nbx. The key is UCX's
@@ -97,6 +99,8 @@ class FabricTransport : public Transport, private ProgressEngine::Poller {
   // Records the peer lost (once) for Deliver to report; caller holds ucx_mutex_.
   void LoseLocked(Peer& peer, const std::string& why);
   ucp_ep_h EndpointLocked(Peer& peer);
+  // The endpoint, or nullptr when the transport closes or the peer is lost.
+  ucp_ep_h UsableEndpointLocked(Peer& peer);
   // Progresses the worker until it has nothing left; caller holds ucx_mutex_.
   bool ProgressLocked();
   void CloseFailedEndpointsLocked();

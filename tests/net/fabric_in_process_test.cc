@@ -168,6 +168,42 @@ TEST_P(FabricInProcessTest, FramesBehindOneWaitingForItsReceiveArriveInOrder) {
   ExpectNoPeerLost();
 }
 
+// An application thread's small frames go within its call when UCX can take them at once
+// (SendNow), the others through Send, as a node sends them. Mixed in a burst that fills the
+// peer's queue, they still arrive once each and in order.
+TEST_P(FabricInProcessTest, FramesSentAtOnceKeepTheirOrderAmongQueuedOnes) {
+  constexpr std::size_t kFrames = 20000;
+  std::size_t sent_at_once = 0;
+  for (std::size_t index = 0; index < kFrames; ++index) {
+    std::uint64_t value = index * 5;  // the caller's memory: written over once the call returns
+    OutgoingMessage message;
+    message.header.type = MessageType::kRaw;
+    message.header.source = 0;
+    message.header.destination = 1;
+    message.header.request_id = index;
+    message.payload = Payload{&value, sizeof value, nullptr};
+    if (index % 3 != 2 && ranks_[0].transport->SendNow(1, message)) {
+      ++sent_at_once;
+    } else {
+      auto owned = std::make_shared<std::uint64_t>(value);
+      message.payload = Payload{owned.get(), sizeof value, owned};
+      ranks_[0].transport->Send(1, std::move(message), /*may_block=*/false);
+    }
+    value = ~std::uint64_t{0};
+  }
+  EXPECT_GT(sent_at_once, 0u) << "no frame was sent at once";
+  std::vector<InboundMessage> got = ranks_[1].host.Take(kFrames);
+  ASSERT_EQ(got.size(), kFrames) << "the burst stalled after " << ranks_[1].host.arrived();
+  for (std::size_t index = 0; index < kFrames; ++index) {
+    ASSERT_EQ(got[index].header.request_id, index) << "out of order";
+    std::uint64_t value = 0;
+    ASSERT_EQ(got[index].header.payload_length, sizeof value);
+    std::memcpy(&value, got[index].payload, sizeof value);
+    ASSERT_EQ(value, index * 5);
+  }
+  ExpectNoPeerLost();
+}
+
 // A node's handlers send without waiting for anything (an answer, a forwarded request). UCX
 // queues what the peer cannot take yet (over shared memory, its receive queue holds 64 frames),
 // and those frames must still go although the sender never polls: nobody waits on this side.
@@ -184,7 +220,7 @@ TEST_P(FabricInProcessTest, ABurstNobodyWaitsForArrivesWhole) {
     ranks_[0].transport->Send(1, std::move(message), /*may_block=*/false);
   }
   std::vector<InboundMessage> got = ranks_[1].host.Take(kFrames);
-  ASSERT_EQ(got.size(), kFrames) << "the burst stalled";
+  ASSERT_EQ(got.size(), kFrames) << "the burst stalled after " << ranks_[1].host.arrived();
   for (std::size_t index = 0; index < kFrames; ++index) {
     ASSERT_EQ(got[index].header.request_id, index) << "out of order";
     std::uint64_t value = 0;

@@ -63,6 +63,11 @@ class RecordingHost : public TransportHost {
     if (messages_.size() < count) return {};
     return std::move(messages_);
   }
+  // How many messages came since the last Take.
+  std::size_t arrived() {
+    std::lock_guard lock(mutex_);
+    return messages_.size();
+  }
   std::string lost() {
     std::lock_guard lock(mutex_);
     return lost_;
