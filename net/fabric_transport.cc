@@ -425,7 +425,7 @@ void FabricTransport::Close() {
     if (closing_) return;
     closing_ = true;
     CloseFailedEndpointsLocked();
-    // Each peer this node sent to hears a goodbye after the last frame (as a TCP peer sees the
+    // Each peer hears a goodbye after the last frame (as a TCP peer sees the
     // connection close), then the endpoint is flushed and closed. A peer waiting for this node
     // to leave (rank 0 at the end of an SPMD job) need not wait for a timeout.
     // Reads under way use their peers' keys, which must outlive them.
