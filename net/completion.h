@@ -75,6 +75,13 @@ class Completion {
   static void SetDriver(CompletionDriver* driver) { driver_.store(driver); }
   static void SetParking(Parking* parking) { parking_.store(parking); }
   static Parking* parking() { return parking_.load(std::memory_order_acquire); }
+  // True when a wait on the calling thread would poll the network itself before it sleeps (an
+  // OS thread, or one that may not park, with a driver); false when it would park at once.
+  static bool WaitPollsHere() {
+    if (driver_.load(std::memory_order_acquire) == nullptr) return false;
+    Parking* parking = parking_.load(std::memory_order_acquire);
+    return parking == nullptr || NoParkingScope::active() || parking->Current() == nullptr;
+  }
 
   // Notifies (and wakes a parked user-level thread) under the lock: the waiter owns this object
   // and may destroy it, and itself end, once it has seen done_ and taken the lock once more, so

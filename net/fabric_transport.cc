@@ -267,12 +267,16 @@ void FabricTransport::Send(int dest, OutgoingMessage message, bool /*may_block*/
       } else if (request == nullptr) {
         sent = true;  // out of the caller's memory already (copied, or on the wire)
       } else {
+        // A sender that waits polling moves it along itself, and the progress thread is told
+        // when it stops (Arm).
+        bool sender_polls = op->message.sender_polls;
         sends_in_flight_.insert(op.release());
-        queued = !std::exchange(keeping_sends_moving_, true);
+        queued = !sender_polls && !std::exchange(keeping_sends_moving_, true);
+        if (queued) keep_moving_delay_ms_ = 0;
       }
     }
   }
-  if (queued) engine_.Post([this] { KeepSendsMoving(); });
+  if (queued) ScheduleKeepSendsMoving(0);
   if (failed) {
     // The node hears of the lost peer from the dispatching thread (Deliver): wake it.
     engine_.Post([] {});
@@ -332,14 +336,24 @@ void FabricTransport::KeepSendsMoving() {
     if (sends_in_flight_.empty()) keeping_sends_moving_ = false;
   }
   Deliver();  // the finished sends' on_sent, and whatever the progress brought in
-  std::lock_guard lock(ucx_mutex_);
-  if (!keeping_sends_moving_ || closing_) return;
-  // A queue that does not move waits for its peer to take what it has: looking every
-  // millisecond, not spinning, leaves the peer a core to do so.
-  if (moved) {
+  int delay_ms;
+  {
+    std::lock_guard lock(ucx_mutex_);
+    if (!keeping_sends_moving_ || closing_) return;
+    // A queue that does not move waits for its peer to take what it has (or to fetch a large
+    // message's data, which may be long): looking again at once would take the core the peer
+    // needs, so the looks grow apart, from 1 to 16 ms, until it moves.
+    keep_moving_delay_ms_ = moved ? 0 : std::clamp(2 * keep_moving_delay_ms_, 1, 16);
+    delay_ms = keep_moving_delay_ms_;
+  }
+  ScheduleKeepSendsMoving(delay_ms);
+}
+
+void FabricTransport::ScheduleKeepSendsMoving(int delay_ms) {
+  if (delay_ms == 0) {
     engine_.Post([this] { KeepSendsMoving(); });
   } else {
-    engine_.PostAfter(1, [this] { KeepSendsMoving(); });
+    engine_.PostAfter(delay_ms, [this] { KeepSendsMoving(); });
   }
 }
 
@@ -376,15 +390,31 @@ bool FabricTransport::Poll() {
 // worker (UCS_ERR_BUSY: events came meanwhile), or anything the callbacks recorded, sends the
 // progress thread round again instead of to sleep.
 bool FabricTransport::Arm() {
-  std::lock_guard lock(ucx_mutex_);
-  if (closing_) return false;
-  ProgressLocked();
-  if (!finished_sends_.empty() || !peers_with_arrivals_.empty() || !lost_.empty()) return true;
-  if (Ucx().worker_arm(worker_->get()) == UCS_ERR_BUSY) return true;
-  // Armed (which also drained what made the descriptor readable): now the progress thread may
-  // hear of it. An event between the arm and this call still shows, as epoll looks again.
-  engine_.Modify(worker_->event_fd(), EPOLLIN);
-  return false;
+  bool start_keeping_sends_moving = false;
+  bool busy = false;
+  {
+    std::lock_guard lock(ucx_mutex_);
+    if (closing_) return false;
+    ProgressLocked();
+    // Frames still queued now have nobody polling for them: a sender that waited for them
+    // stopped polling, or the progress thread goes to sleep after a handler queued them.
+    if (!sends_in_flight_.empty() && !keeping_sends_moving_) {
+      keeping_sends_moving_ = true;
+      keep_moving_delay_ms_ = 1;
+      start_keeping_sends_moving = true;
+    }
+    if (!finished_sends_.empty() || !peers_with_arrivals_.empty() || !lost_.empty()) {
+      busy = true;
+    } else if (Ucx().worker_arm(worker_->get()) == UCS_ERR_BUSY) {
+      busy = true;
+    } else {
+      // Armed (which also drained what made the descriptor readable): now the progress thread
+      // may hear of it. An event between the arm and this call still shows, as epoll looks again.
+      engine_.Modify(worker_->event_fd(), EPOLLIN);
+    }
+  }
+  if (start_keeping_sends_moving) ScheduleKeepSendsMoving(1);
+  return busy;
 }
 
 // A thread polls the worker now: the progress thread need not hear of its events meanwhile (on two

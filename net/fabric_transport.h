@@ -114,11 +114,13 @@ class FabricTransport : public Transport, private ProgressEngine::Poller {
   void* RendezvousTarget(Peer& peer, Inbound& inbound, std::string* error);
   // On the progress thread when a frame's wait for its receive may be over.
   void OnPlacementDeadline();
-  // On the dispatching thread while frames are queued in UCX (sends_in_flight_): progresses the
-  // worker, and comes back at once while the queue moves, a millisecond later while it does not.
-  // UCX sends a queued frame only when its worker is progressed, and a sender that does not wait
-  // (a node's handlers) never polls, while an armed worker hears no event of its own sends.
+  // On the dispatching thread while frames are queued in UCX (sends_in_flight_) and nobody polls
+  // for them: progresses the worker, and comes back at once while the queue moves, later while it
+  // does not. UCX sends a queued frame only when its worker is progressed, and a sender that does
+  // not wait (a node's handlers) never polls, while an armed worker hears no event of its own
+  // sends. Started by a Send whose sender does not poll, and by Arm.
   void KeepSendsMoving();
+  void ScheduleKeepSendsMoving(int delay_ms);
 
   // ProgressEngine::Poller.
   bool Poll() override;
@@ -154,6 +156,7 @@ class FabricTransport : public Transport, private ProgressEngine::Poller {
   std::vector<std::unique_ptr<Peer>> peers_;  // by rank, once the job table is known
   std::set<SendOp*> sends_in_flight_;
   bool keeping_sends_moving_ = false;  // a KeepSendsMoving is posted or running
+  int keep_moving_delay_ms_ = 0;       // until its next look, while the queue does not move
   std::set<GetOp*> gets_in_flight_;
   std::vector<ucp_mem_h> exposed_;  // memory peers may read, until Close
   std::vector<std::pair<std::function<void(bool)>, bool>> finished_sends_;

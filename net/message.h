@@ -30,6 +30,9 @@ struct OutgoingMessage {
   // Runs once, on whichever thread finished the write: true when every byte is in the kernel,
   // false when the connection failed first.
   std::function<void(bool sent)> on_sent;
+  // The sending thread waits for on_sent polling the network itself (Node::SendBlocking): a
+  // transport need not have anyone else move the frame along meanwhile.
+  bool sender_polls = false;
 };
 
 // A frame that arrived. Its payload lies either in memory the receiver named beforehand (a

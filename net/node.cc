@@ -95,7 +95,7 @@ Node::Node(const BootstrapInfo& info, const Setup& before_join)
   StartTransports();
   RegisterBuiltinHandlers();
   // The progress thread polls every transport once it has run the (empty) task.
-  mailbox_.SetPostedHook([this] { engine_.Post([] {}); });
+  mailbox_.SetPostedHook([this] { engine_.LookAgainForThisWait(); });
   if (before_join) before_join(*this);
   JoinThroughRendezvous();
   if (info_.rank == 0) {
@@ -464,6 +464,7 @@ void Node::SendBlocking(int dest, OutgoingMessage&& message, int network) {
   }
   if (SendNow(dest, message, network)) return;
   // The payload is the caller's memory: wait until the kernel has it.
+  message.sender_polls = engine_.ThisThreadWillPoll();
   Completion sent;
   // A raw message's sender is in a conversation: it is likely to wait again within
   // microseconds (for the answer), as a receiver is (Completion::SetWaitsInBursts).

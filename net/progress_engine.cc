@@ -101,12 +101,36 @@ void ProgressEngine::Post(Task task) {
 }
 
 void ProgressEngine::PostAfter(int delay_ms, Task task) {
+  std::int64_t due_ms = MonotonicMs() + delay_ms;
   {
     std::lock_guard lock(mutex_);
-    timers_.push_back(Timer{MonotonicMs() + delay_ms, std::move(task)});
+    timers_.push_back(Timer{due_ms, std::move(task)});
   }
+  // The progress thread reads the timers after every wake-up, before it sleeps again: one that
+  // sleeps until no later than this timer is due finds it then, and waking it now to shorten a
+  // sleep it will not outlast would only take a core (a wait for a receive starts a timer per
+  // large message). A thread awake (0) or asleep for longer is woken.
+  std::int64_t wakes_by_ns = wakes_by_ns_.load(std::memory_order_acquire);
+  if (wakes_by_ns != 0 && wakes_by_ns <= due_ms * 1000000) return;
   std::uint64_t one = 1;
   [[maybe_unused]] ssize_t n = ::write(wake_fd_.get(), &one, sizeof one);
+}
+
+bool ProgressEngine::ThisThreadWillPoll() const {
+  return !InDispatch() && !stopping_.load(std::memory_order_acquire) && Completion::WaitPollsHere();
+}
+
+namespace {
+// Set by LookAgainForThisWait on a thread about to drive; DriveBriefly takes it.
+thread_local bool look_again_if_wait_not_done = false;
+}  // namespace
+
+void ProgressEngine::LookAgainForThisWait() {
+  if (ThisThreadWillPoll()) {
+    look_again_if_wait_not_done = true;
+    return;
+  }
+  Post([] {});
 }
 
 int ProgressEngine::NextTimeoutMs() {
@@ -359,7 +383,12 @@ std::int64_t ProgressEngine::PrepareSleepLocked(std::int64_t timeout_ns) {
 }
 
 void ProgressEngine::DriveBriefly(Completion& completion) {
-  if (InDispatch() || stopping_.load(std::memory_order_acquire)) return;
+  // Whoever must look again for this wait is told once the drive ends without it (or at once).
+  bool look_again = std::exchange(look_again_if_wait_not_done, false);
+  if (InDispatch() || stopping_.load(std::memory_order_acquire)) {
+    if (look_again) Post([] {});
+    return;
+  }
   constexpr int kMaxEvents = 16;
   epoll_event events[kMaxEvents];
   BeginDriving();
@@ -426,8 +455,10 @@ void ProgressEngine::DriveBriefly(Completion& completion) {
     found_since_check |= found;
   }
   // The size is read only once the completion is done: it is written before the signal.
-  bool satisfied = completion.done() && completion.waits_in_bursts();
+  bool done = completion.done();
+  bool satisfied = done && completion.waits_in_bursts();
   EndDriving(satisfied, satisfied && completion.bytes_moved() <= Completion::kSmallTransferBytes);
+  if (look_again && !done) Post([] {});
 }
 
 void ProgressEngine::Run() {

@@ -88,6 +88,13 @@ class ProgressEngine : public CompletionDriver {
   void Post(Task task);
   // Runs task on the progress thread after delay_ms, for timeouts; coarse (10 ms) by design.
   void PostAfter(int delay_ms, Task task);
+  // True when a wait on the calling thread would poll this engine before sleeping (DriveBriefly).
+  bool ThisThreadWillPoll() const;
+  // Something the calling thread is about to wait for needs a transport to look again (a raw
+  // message's data held for the receive just posted). A thread that will poll looks itself, and
+  // the progress thread is woken only if it stops polling with its wait not done; one that will
+  // not poll wakes it now.
+  void LookAgainForThisWait();
 
   bool OnProgressThread() const { return std::this_thread::get_id() == thread_id_; }
   // True on the progress thread and while a waiting thread runs callbacks: code that must not
