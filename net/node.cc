@@ -176,6 +176,7 @@ void Node::ChooseNetworks() {
   route_.assign(static_cast<std::size_t>(info_.size), nullptr);
   shared_routes_.assign(static_cast<std::size_t>(info_.size), {});
   bool all_polled = info_.size > 1;
+  bool any_udp = false;
   for (int peer = 0; peer < info_.size; ++peer) {
     if (peer == info_.rank) continue;
     PairChoice choice = ChooseNetwork(job_table_, info_.rank, peer, policy_);
@@ -193,6 +194,7 @@ void Node::ChooseNetworks() {
       throw Error(LMDX_ERR_NETWORK, "this node shares no network with " + Rank(peer));
     }
     all_polled &= choice.network == "shm" || choice.network == "fabric";
+    any_udp |= choice.network == "udp";
     // A frame may take another network the pair shares when its sender asks (a network hint):
     // the node keeps that network's connection to the peer beside the pair's own.
     for (const std::string& name :
@@ -206,6 +208,7 @@ void Node::ChooseNetworks() {
   }
   // With every peer on rings, a waiting thread polls the rings alone, with no system call.
   engine_.SetDrivePollersOnly(all_polled);
+  engine_.SetLargeTransfersStayLazy(any_udp);
   std::vector<EarlyFrame> early;
   {
     std::lock_guard lock(early_mutex_);

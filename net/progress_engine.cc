@@ -457,7 +457,9 @@ void ProgressEngine::DriveBriefly(Completion& completion) {
   // The size is read only once the completion is done: it is written before the signal.
   bool done = completion.done();
   bool satisfied = done && completion.waits_in_bursts();
-  EndDriving(satisfied, satisfied && completion.bytes_moved() <= Completion::kSmallTransferBytes);
+  bool small = completion.bytes_moved() <= Completion::kSmallTransferBytes ||
+               large_transfers_stay_lazy_.load(std::memory_order_relaxed);
+  EndDriving(satisfied, satisfied && small);
   if (look_again && !done) Post([] {});
 }
 

@@ -83,6 +83,14 @@ class ProgressEngine : public CompletionDriver {
   // progress thread: right when every peer of the node is reached through a poller, since taking
   // the event set costs two system calls per wait. Otherwise they also take the event set.
   void SetDrivePollersOnly(bool only) { pollers_only_.store(only, std::memory_order_relaxed); }
+  // After a wait that moved a large message, the last driver gives the event set back to the
+  // progress thread and arms the pollers lazy after small receives, unless told to treat it as a
+  // small one here. Giving it back is right over tcp, whose large copies the progress thread's
+  // wake-ups at each lazy window's end would slow; over udp the peer's next datagrams then woke
+  // the progress thread batch after batch, against the thread about to receive them.
+  void SetLargeTransfersStayLazy(bool stay) {
+    large_transfers_stay_lazy_.store(stay, std::memory_order_relaxed);
+  }
 
   // Runs task on the progress thread soon (wakes it through an eventfd).
   void Post(Task task);
@@ -176,6 +184,7 @@ class ProgressEngine : public CompletionDriver {
   // a system call only when that changes. Caller holds drivers_mutex_.
   void WatchEventSetLocked(bool watch);
   std::atomic<int> drive_micros_{kDefaultDriveMicros};
+  std::atomic<bool> large_transfers_stay_lazy_{false};
   std::mutex drivers_mutex_;
   int drivers_ = 0;                          // application threads driving now
   std::atomic<bool> someone_drives_{false};  // drivers_ > 0, read without the lock
