@@ -8,7 +8,9 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "base/fd.h"
 #include "net/completion.h"
@@ -298,6 +300,44 @@ class SignallingDriver : public CompletionDriver {
   std::atomic<int> drives{0};
   std::atomic<bool> signal_own{true};
 };
+
+// A timer wakes the progress thread only when it would otherwise sleep past it (PostAfter): a
+// sooner timer posted behind a later one must still run long before it, and a later one posted
+// behind a sooner one must still run once that one has woken the thread.
+TEST(ProgressEngineAloneTest, TimersRunWhenDueWhateverOrderTheyCameIn) {
+  ProgressEngine engine;
+  engine.Start();
+  std::mutex mutex;
+  std::vector<std::pair<char, steady_clock::time_point>> ran;
+  auto record = [&](char name) {
+    return [&, name] {
+      std::lock_guard lock(mutex);
+      ran.emplace_back(name, steady_clock::now());
+    };
+  };
+  auto ran_count = [&] {
+    std::lock_guard lock(mutex);
+    return ran.size();
+  };
+  // The thread sleeps with no timeout; the first timer must wake it to set one, and the sooner
+  // second one must wake it again to shorten that sleep.
+  engine.PostAfter(2000, record('C'));
+  std::this_thread::sleep_for(milliseconds(20));  // the thread sleeps until C now
+  engine.PostAfter(10, record('D'));
+  ASSERT_TRUE(Eventually([&] { return ran_count() == 2; }));
+  // The thread sleeps until E; F, due later, is found when E wakes it.
+  engine.PostAfter(20, record('E'));
+  std::this_thread::sleep_for(milliseconds(5));
+  engine.PostAfter(60, record('F'));
+  ASSERT_TRUE(Eventually([&] { return ran_count() == 4; })) << "a later timer never ran";
+  engine.Stop();
+  std::lock_guard lock(mutex);
+  ASSERT_EQ(ran[0].first, 'D');
+  EXPECT_GT(ran[1].second - ran[0].second, milliseconds(1000))
+      << "the sooner timer waited for the later one";
+  EXPECT_EQ(ran[2].first, 'E');
+  EXPECT_EQ(ran[3].first, 'F');
+}
 
 TEST(CompletionTest, ASignalFromTheWaitersOwnDriveEndsItsWait) {
   SignallingDriver driver;
