@@ -271,8 +271,7 @@ void FabricTransport::Send(int dest, OutgoingMessage message, bool /*may_block*/
         // when it stops (Arm).
         bool sender_polls = op->message.sender_polls;
         sends_in_flight_.insert(op.release());
-        queued = !sender_polls && !std::exchange(keeping_sends_moving_, true);
-        if (queued) keep_moving_delay_ms_ = 0;
+        queued = !sender_polls && StartKeepingSendsMovingLocked(0);
       }
     }
   }
@@ -349,6 +348,13 @@ void FabricTransport::KeepSendsMoving() {
   ScheduleKeepSendsMoving(delay_ms);
 }
 
+bool FabricTransport::StartKeepingSendsMovingLocked(int first_delay_ms) {
+  if (keeping_sends_moving_) return false;
+  keeping_sends_moving_ = true;
+  keep_moving_delay_ms_ = first_delay_ms;
+  return true;
+}
+
 void FabricTransport::ScheduleKeepSendsMoving(int delay_ms) {
   if (delay_ms == 0) {
     engine_.Post([this] { KeepSendsMoving(); });
@@ -398,11 +404,7 @@ bool FabricTransport::Arm() {
     ProgressLocked();
     // Frames still queued now have nobody polling for them: a sender that waited for them
     // stopped polling, or the progress thread goes to sleep after a handler queued them.
-    if (!sends_in_flight_.empty() && !keeping_sends_moving_) {
-      keeping_sends_moving_ = true;
-      keep_moving_delay_ms_ = 1;
-      start_keeping_sends_moving = true;
-    }
+    start_keeping_sends_moving = !sends_in_flight_.empty() && StartKeepingSendsMovingLocked(1);
     if (!finished_sends_.empty() || !peers_with_arrivals_.empty() || !lost_.empty()) {
       busy = true;
     } else if (Ucx().worker_arm(worker_->get()) == UCS_ERR_BUSY) {

@@ -120,6 +120,9 @@ class FabricTransport : public Transport, private ProgressEngine::Poller {
   // not wait (a node's handlers) never polls, while an armed worker hears no event of its own
   // sends. Started by a Send whose sender does not poll, and by Arm.
   void KeepSendsMoving();
+  // Marks the watch started with its first look first_delay_ms away; false when it runs already.
+  // The caller, holding ucx_mutex_, schedules that look once it has let go.
+  bool StartKeepingSendsMovingLocked(int first_delay_ms);
   void ScheduleKeepSendsMoving(int delay_ms);
 
   // ProgressEngine::Poller.

@@ -46,19 +46,25 @@ std::uint8_t Byte(std::size_t index, std::size_t i) {
   return static_cast<std::uint8_t>(index * 31 + i * 7 + (i >> 12));
 }
 
+// A raw frame from rank 0 to rank 1, numbered index.
+OutgoingMessage RawFrame(std::size_t index, Payload payload) {
+  OutgoingMessage message;
+  message.header.type = MessageType::kRaw;
+  message.header.source = 0;
+  message.header.destination = 1;
+  message.header.request_id = index;
+  message.payload = std::move(payload);
+  return message;
+}
+
 TEST_P(FabricInProcessTest, FramesArriveWholeAndInOrder) {
   const std::size_t sizes[] = {0, 3, 5000, 2 << 20, 1, 300000, 0, 6 << 20, 12};
   std::vector<std::shared_ptr<std::vector<std::uint8_t>>> payloads;
   for (std::size_t index = 0; index < std::size(sizes); ++index) {
     auto payload = std::make_shared<std::vector<std::uint8_t>>(sizes[index]);
     for (std::size_t i = 0; i < payload->size(); ++i) (*payload)[i] = Byte(index, i);
-    OutgoingMessage message;
-    message.header.type = MessageType::kRaw;
-    message.header.source = 0;
-    message.header.destination = 1;
-    message.header.request_id = index;
+    OutgoingMessage message = RawFrame(index, Payload{payload->data(), payload->size(), payload});
     message.body = std::string(index * 1000, 'b');  // from 5000 bytes on, not in the header
-    message.payload = Payload{payload->data(), payload->size(), payload};
     ranks_[0].transport->Send(1, std::move(message), /*may_block=*/true);
   }
   std::vector<InboundMessage> got = ranks_[1].host.Take(std::size(sizes));
@@ -75,17 +81,31 @@ TEST_P(FabricInProcessTest, FramesArriveWholeAndInOrder) {
   ExpectNoPeerLost();
 }
 
-// A raw frame from rank 0 to rank 1 whose payload (size bytes) follows Byte(index, ...).
+// Sends RawFrame(index) whose payload (size bytes) follows Byte(index, ...).
 void SendRaw(Rank& from, std::size_t index, std::size_t size) {
   auto payload = std::make_shared<std::vector<std::uint8_t>>(size);
   for (std::size_t i = 0; i < size; ++i) (*payload)[i] = Byte(index, i);
-  OutgoingMessage message;
-  message.header.type = MessageType::kRaw;
-  message.header.source = 0;
-  message.header.destination = 1;
-  message.header.request_id = index;
-  message.payload = Payload{payload->data(), payload->size(), payload};
-  from.transport->Send(1, std::move(message), /*may_block=*/true);
+  from.transport->Send(1, RawFrame(index, Payload{payload->data(), payload->size(), payload}),
+                       /*may_block=*/true);
+}
+
+// A payload of its own holding value, as a node's handlers send.
+Payload OwnedWord(std::uint64_t value) {
+  auto owned = std::make_shared<std::uint64_t>(value);
+  return Payload{owned.get(), sizeof value, owned};
+}
+
+// Takes a burst the tests below send, where frame i carries the word i * factor.
+void ExpectWordBurst(RecordingHost& host, std::size_t frames, std::uint64_t factor) {
+  std::vector<InboundMessage> got = host.Take(frames);
+  ASSERT_EQ(got.size(), frames) << "the burst stalled after " << host.arrived();
+  for (std::size_t index = 0; index < frames; ++index) {
+    ASSERT_EQ(got[index].header.request_id, index) << "out of order";
+    std::uint64_t value = 0;
+    ASSERT_EQ(got[index].header.payload_length, sizeof value);
+    std::memcpy(&value, got[index].payload, sizeof value);
+    ASSERT_EQ(value, index * factor);
+  }
 }
 
 void ExpectPayload(const InboundMessage& message, std::size_t index, std::size_t size) {
@@ -176,31 +196,17 @@ TEST_P(FabricInProcessTest, FramesSentAtOnceKeepTheirOrderAmongQueuedOnes) {
   std::size_t sent_at_once = 0;
   for (std::size_t index = 0; index < kFrames; ++index) {
     std::uint64_t value = index * 5;  // the caller's memory: written over once the call returns
-    OutgoingMessage message;
-    message.header.type = MessageType::kRaw;
-    message.header.source = 0;
-    message.header.destination = 1;
-    message.header.request_id = index;
-    message.payload = Payload{&value, sizeof value, nullptr};
+    OutgoingMessage message = RawFrame(index, Payload{&value, sizeof value, nullptr});
     if (index % 3 != 2 && ranks_[0].transport->SendNow(1, message)) {
       ++sent_at_once;
     } else {
-      auto owned = std::make_shared<std::uint64_t>(value);
-      message.payload = Payload{owned.get(), sizeof value, owned};
+      message.payload = OwnedWord(value);
       ranks_[0].transport->Send(1, std::move(message), /*may_block=*/false);
     }
     value = ~std::uint64_t{0};
   }
   EXPECT_GT(sent_at_once, 0u) << "no frame was sent at once";
-  std::vector<InboundMessage> got = ranks_[1].host.Take(kFrames);
-  ASSERT_EQ(got.size(), kFrames) << "the burst stalled after " << ranks_[1].host.arrived();
-  for (std::size_t index = 0; index < kFrames; ++index) {
-    ASSERT_EQ(got[index].header.request_id, index) << "out of order";
-    std::uint64_t value = 0;
-    ASSERT_EQ(got[index].header.payload_length, sizeof value);
-    std::memcpy(&value, got[index].payload, sizeof value);
-    ASSERT_EQ(value, index * 5);
-  }
+  ExpectWordBurst(ranks_[1].host, kFrames, 5);
   ExpectNoPeerLost();
 }
 
@@ -210,24 +216,9 @@ TEST_P(FabricInProcessTest, FramesSentAtOnceKeepTheirOrderAmongQueuedOnes) {
 TEST_P(FabricInProcessTest, ABurstNobodyWaitsForArrivesWhole) {
   constexpr std::size_t kFrames = 20000;
   for (std::size_t index = 0; index < kFrames; ++index) {
-    auto payload = std::make_shared<std::uint64_t>(index * 3);
-    OutgoingMessage message;
-    message.header.type = MessageType::kRaw;
-    message.header.source = 0;
-    message.header.destination = 1;
-    message.header.request_id = index;
-    message.payload = Payload{payload.get(), sizeof(std::uint64_t), payload};
-    ranks_[0].transport->Send(1, std::move(message), /*may_block=*/false);
+    ranks_[0].transport->Send(1, RawFrame(index, OwnedWord(index * 3)), /*may_block=*/false);
   }
-  std::vector<InboundMessage> got = ranks_[1].host.Take(kFrames);
-  ASSERT_EQ(got.size(), kFrames) << "the burst stalled after " << ranks_[1].host.arrived();
-  for (std::size_t index = 0; index < kFrames; ++index) {
-    ASSERT_EQ(got[index].header.request_id, index) << "out of order";
-    std::uint64_t value = 0;
-    ASSERT_EQ(got[index].header.payload_length, sizeof value);
-    std::memcpy(&value, got[index].payload, sizeof value);
-    ASSERT_EQ(value, index * 3);
-  }
+  ExpectWordBurst(ranks_[1].host, kFrames, 3);
   ExpectNoPeerLost();
 }
 
