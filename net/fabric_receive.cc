@@ -62,10 +62,10 @@ ucs_status_t FabricTransport::Arrived(const void* header_bytes, std::size_t head
     return UCS_OK;
   }
 
-  auto inbound = std::make_unique<Inbound>();
-  inbound->owner = this;
-  inbound->source = peer.rank;
   if ((am->flags & AmHeader::kGoodbye) != 0) {
+    auto inbound = std::make_unique<Inbound>();
+    inbound->owner = this;
+    inbound->source = peer.rank;
     inbound->goodbye = true;
     peer.arrived.emplace(am->sequence, std::move(inbound));
     peers_with_arrivals_.insert(peer.rank);
@@ -81,22 +81,36 @@ ucs_status_t FabricTransport::Arrived(const void* header_bytes, std::size_t head
     LoseLocked(peer, header_length < kAmHeaderSize ? "a message without a frame header" : error);
     return UCS_OK;
   }
-  inbound->body_in_data = (am->flags & AmHeader::kBodyInData) != 0;
+  bool body_in_data = (am->flags & AmHeader::kBodyInData) != 0;
   std::size_t header_body = header_length - kAmHeaderSize;
   std::uint64_t expected_data = frame->payload_length;
-  if (inbound->body_in_data) expected_data += frame->body_length;
-  if ((inbound->body_in_data ? header_body != 0 : header_body != frame->body_length) ||
+  if (body_in_data) expected_data += frame->body_length;
+  if ((body_in_data ? header_body != 0 : header_body != frame->body_length) ||
       length != expected_data) {
     LoseLocked(peer, "a message whose lengths disagree with its frame header");
     return UCS_OK;
   }
+  bool rendezvous = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+  if (!rendezvous && am->sequence == peer.next_receive && peer.arrived.empty() &&
+      header_body + length <= QuickFrame::kMaxBytes) {
+    QuickFrame& quick = quick_frames_.emplace_back();
+    quick.header = *frame;
+    std::memcpy(quick.bytes.data(), bytes + kAmHeaderSize, header_body);
+    if (length > 0) std::memcpy(quick.bytes.data() + header_body, data, length);
+    ++peer.next_receive;
+    return UCS_OK;  // copied: UCX may take its memory back
+  }
+  auto inbound = std::make_unique<Inbound>();
+  inbound->owner = this;
+  inbound->source = peer.rank;
+  inbound->body_in_data = body_in_data;
   inbound->message.header = *frame;
   if (!inbound->body_in_data) {
     inbound->message.body.assign(reinterpret_cast<const char*>(bytes + kAmHeaderSize), header_body);
   }
   inbound->length = length;
   ucs_status_t result = UCS_OK;
-  if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0) {
+  if (rendezvous) {
     inbound->state = Inbound::State::kRendezvous;
     inbound->data = data;
     result = UCS_INPROGRESS;
@@ -320,27 +334,69 @@ void FabricTransport::OnPlacementDeadline() {
   Deliver();
 }
 
+bool FabricTransport::HandOverQuickFrames(std::vector<QuickFrame>& frames) {
+  if (frames.empty()) return false;
+  int failed_source = -1;  // a peer lost here: its later frames are not handed over
+  for (QuickFrame& quick : frames) {
+    if (quick.header.source == failed_source) continue;
+    InboundMessage message;
+    message.header = quick.header;
+    std::uint32_t body_length = quick.header.body_length;
+    message.body.assign(reinterpret_cast<const char*>(quick.bytes.data()), body_length);
+    std::uint8_t* payload = quick.bytes.data() + body_length;
+    if (message.header.payload_length > 0 && message.header.type == MessageType::kRaw) {
+      // The mailbox copies it into the receive it matches, or into a buffer of the message's own.
+      message.payload = payload;
+      message.payload_borrowed = true;
+    } else if (message.header.payload_length > 0) {
+      std::string error;
+      if (!internal::PreparePayload(host_, message, &error)) {
+        std::lock_guard lock(ucx_mutex_);
+        LoseLocked(*peers_[static_cast<std::size_t>(message.header.source)], error);
+        failed_source = message.header.source;
+        continue;
+      }
+      std::memcpy(message.payload, payload, message.header.payload_length);
+    }
+    host_.OnMessage(std::move(message));
+  }
+  frames.clear();
+  return true;
+}
+
 bool FabricTransport::Deliver() {
   std::vector<std::pair<std::function<void(bool)>, bool>> finished;
   std::set<int> ready;
+  std::vector<QuickFrame> quick = std::move(quick_spare_);
+  std::vector<std::pair<int, std::string>> lost;
   bool found;
   {
     std::lock_guard lock(ucx_mutex_);
+    quick.swap(quick_frames_);
     finished.swap(finished_sends_);
     ready.swap(peers_with_arrivals_);
+    if (!closing_) lost.swap(lost_);
     // Frames waiting for their receives are looked at again, but they are nothing found.
     found = !finished.empty() || !ready.empty();
     ready.insert(peers_waiting_for_receives_.begin(), peers_waiting_for_receives_.end());
     peers_waiting_for_receives_.clear();
   }
+  // Before any frame still in the peers' maps: a quick frame came ahead of all of them.
+  bool handed_over = HandOverQuickFrames(quick);
+  found |= handed_over;
+  quick_spare_ = std::move(quick);
   for (auto& [on_sent, sent] : finished) {
     if (on_sent) on_sent(sent);
   }
   for (int rank : ready) AdvancePeer(*peers_[static_cast<std::size_t>(rank)]);
-  std::vector<std::pair<int, std::string>> lost;
-  {
+  if (!ready.empty() || handed_over) {
+    // Advancing a peer (or a quick frame's payload) may have lost it meanwhile.
     std::lock_guard lock(ucx_mutex_);
-    if (!closing_) lost.swap(lost_);
+    if (!closing_) {
+      lost.insert(lost.end(), std::make_move_iterator(lost_.begin()),
+                  std::make_move_iterator(lost_.end()));
+      lost_.clear();
+    }
   }
   for (const auto& [rank, why] : lost) host_.OnPeerLost(rank, why);
   return found || !lost.empty();

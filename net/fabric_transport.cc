@@ -383,13 +383,23 @@ bool FabricTransport::ProgressLocked() {
 // before it sleeps when a poll found something (ProgressEngine::Run).
 bool FabricTransport::Poll() {
   bool progressed;
+  bool to_deliver;
+  std::vector<QuickFrame> quick = std::move(quick_spare_);
   {
     std::lock_guard lock(ucx_mutex_);
     if (closing_) return false;
     progressed = Ucx().worker_progress(worker_->get()) != 0;
     CloseFailedEndpointsLocked();
+    quick.swap(quick_frames_);
+    // Asked in the same trip through the lock: a round that brings nothing or only quick frames
+    // (most rounds of a conversation) then takes the lock once.
+    to_deliver = !finished_sends_.empty() || !peers_with_arrivals_.empty() || !lost_.empty() ||
+                 !peers_waiting_for_receives_.empty();
   }
-  return Deliver() || progressed;
+  bool found = HandOverQuickFrames(quick);
+  quick_spare_ = std::move(quick);
+  if (to_deliver) found |= Deliver();
+  return found || progressed;
 }
 
 // Before the progress thread sleeps: progress until the worker has nothing, then arm it. A busy
@@ -405,7 +415,8 @@ bool FabricTransport::Arm() {
     // Frames still queued now have nobody polling for them: a sender that waited for them
     // stopped polling, or the progress thread goes to sleep after a handler queued them.
     start_keeping_sends_moving = !sends_in_flight_.empty() && StartKeepingSendsMovingLocked(1);
-    if (!finished_sends_.empty() || !peers_with_arrivals_.empty() || !lost_.empty()) {
+    if (!finished_sends_.empty() || !peers_with_arrivals_.empty() || !lost_.empty() ||
+        !quick_frames_.empty()) {
       busy = true;
     } else if (Ucx().worker_arm(worker_->get()) == UCS_ERR_BUSY) {
       busy = true;
@@ -436,7 +447,8 @@ void FabricTransport::OnEventFd() {
   if (closing_) return;
   for (;;) {
     ProgressLocked();
-    if (!finished_sends_.empty() || !peers_with_arrivals_.empty() || !lost_.empty()) {
+    if (!finished_sends_.empty() || !peers_with_arrivals_.empty() || !lost_.empty() ||
+        !quick_frames_.empty()) {
       engine_.Post([] {});  // PollAll, after this callback, hands them over
       return;
     }

@@ -80,6 +80,7 @@ class FabricTransport : public Transport, private ProgressEngine::Poller {
   struct SendOp;
   struct GetOp;
   struct Inbound;
+  struct QuickFrame;
   struct Peer;
 
   // UCX's callbacks (they run inside ucp_worker_progress, under ucx_mutex_).
@@ -106,6 +107,9 @@ class FabricTransport : public Transport, private ProgressEngine::Poller {
   void CloseFailedEndpointsLocked();
   // Hands what the callbacks recorded to the node; on the dispatching thread only.
   bool Deliver();
+  // Hands the quick frames over (they come before any frame their peers still have queued);
+  // on the dispatching thread only, with frames taken from quick_frames_. True if there were any.
+  bool HandOverQuickFrames(std::vector<QuickFrame>& frames);
   // Moves peer's frames along in order: places, fetches, hands over. True if any moved.
   bool AdvancePeer(Peer& peer);
   // Where a rendezvous frame's payload goes: memory the node names, or (once waiting for that
@@ -165,11 +169,17 @@ class FabricTransport : public Transport, private ProgressEngine::Poller {
   std::vector<std::pair<std::function<void(bool)>, bool>> finished_sends_;
   std::vector<std::pair<int, std::string>> lost_;
   std::set<int> peers_with_arrivals_;
+  // Small frames that came next in their pair's order (Arrived's quick lane), copied out of
+  // UCX's memory, for the dispatching thread to hand over in arrival order.
+  std::vector<QuickFrame> quick_frames_;
   // Peers whose next frame waits for its receive to be posted (RendezvousTarget): every Deliver
   // looks again, but they do not keep the progress thread from sleeping as arrivals do.
   std::set<int> peers_waiting_for_receives_;
   std::vector<ucp_ep_h> failed_endpoints_;  // closed by force outside UCX's callbacks
   bool closing_ = false;
+  // The dispatching thread's: storage of the last quick frames handed over, swapped in for the
+  // next ones so that the quick lane allocates nothing once warm.
+  std::vector<QuickFrame> quick_spare_;
 };
 
 }  // namespace lmdx::net

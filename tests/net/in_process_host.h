@@ -47,7 +47,7 @@ class RecordingHost : public TransportHost {
   // The times a transport asked to hear of the next receive (it held a message for one).
   int wakes_asked() const { return wakes_asked_.load(); }
   void OnMessage(InboundMessage&& message) override {
-    KeepPayload(message);  // a raw frame's payload may still lie in a shared-memory cell
+    KeepPayload(message);  // a raw frame's payload may lie in a transport's own memory
     std::lock_guard lock(mutex_);
     messages_.push_back(std::move(message));
     changed_.notify_all();
