@@ -343,20 +343,12 @@ bool FabricTransport::HandOverQuickFrames(std::vector<QuickFrame>& frames) {
     message.header = quick.header;
     std::uint32_t body_length = quick.header.body_length;
     message.body.assign(reinterpret_cast<const char*>(quick.bytes.data()), body_length);
-    std::uint8_t* payload = quick.bytes.data() + body_length;
-    if (message.header.payload_length > 0 && message.header.type == MessageType::kRaw) {
-      // The mailbox copies it into the receive it matches, or into a buffer of the message's own.
-      message.payload = payload;
-      message.payload_borrowed = true;
-    } else if (message.header.payload_length > 0) {
-      std::string error;
-      if (!internal::PreparePayload(host_, message, &error)) {
-        std::lock_guard lock(ucx_mutex_);
-        LoseLocked(*peers_[static_cast<std::size_t>(message.header.source)], error);
-        failed_source = message.header.source;
-        continue;
-      }
-      std::memcpy(message.payload, payload, message.header.payload_length);
+    std::string error;
+    if (!internal::TakePayloadFrom(quick.bytes.data() + body_length, host_, message, &error)) {
+      std::lock_guard lock(ucx_mutex_);
+      LoseLocked(*peers_[static_cast<std::size_t>(message.header.source)], error);
+      failed_source = message.header.source;
+      continue;
     }
     host_.OnMessage(std::move(message));
   }

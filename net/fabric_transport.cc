@@ -393,8 +393,7 @@ bool FabricTransport::Poll() {
     quick.swap(quick_frames_);
     // Asked in the same trip through the lock: a round that brings nothing or only quick frames
     // (most rounds of a conversation) then takes the lock once.
-    to_deliver = !finished_sends_.empty() || !peers_with_arrivals_.empty() || !lost_.empty() ||
-                 !peers_waiting_for_receives_.empty();
+    to_deliver = HasRecordsLocked() || !peers_waiting_for_receives_.empty();
   }
   bool found = HandOverQuickFrames(quick);
   quick_spare_ = std::move(quick);
@@ -415,8 +414,7 @@ bool FabricTransport::Arm() {
     // Frames still queued now have nobody polling for them: a sender that waited for them
     // stopped polling, or the progress thread goes to sleep after a handler queued them.
     start_keeping_sends_moving = !sends_in_flight_.empty() && StartKeepingSendsMovingLocked(1);
-    if (!finished_sends_.empty() || !peers_with_arrivals_.empty() || !lost_.empty() ||
-        !quick_frames_.empty()) {
+    if (HasRecordsLocked()) {
       busy = true;
     } else if (Ucx().worker_arm(worker_->get()) == UCS_ERR_BUSY) {
       busy = true;
@@ -447,8 +445,7 @@ void FabricTransport::OnEventFd() {
   if (closing_) return;
   for (;;) {
     ProgressLocked();
-    if (!finished_sends_.empty() || !peers_with_arrivals_.empty() || !lost_.empty() ||
-        !quick_frames_.empty()) {
+    if (HasRecordsLocked()) {
       engine_.Post([] {});  // PollAll, after this callback, hands them over
       return;
     }

@@ -107,6 +107,11 @@ class FabricTransport : public Transport, private ProgressEngine::Poller {
   void CloseFailedEndpointsLocked();
   // Hands what the callbacks recorded to the node; on the dispatching thread only.
   bool Deliver();
+  // The callbacks recorded something Deliver hands over; caller holds ucx_mutex_.
+  bool HasRecordsLocked() const {
+    return !finished_sends_.empty() || !peers_with_arrivals_.empty() || !lost_.empty() ||
+           !quick_frames_.empty();
+  }
   // Hands the quick frames over (they come before any frame their peers still have queued);
   // on the dispatching thread only, with frames taken from quick_frames_. True if there were any.
   bool HandOverQuickFrames(std::vector<QuickFrame>& frames);

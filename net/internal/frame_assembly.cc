@@ -1,5 +1,6 @@
 #include "net/internal/frame_assembly.h"
 
+#include <cstring>
 #include <memory>
 #include <new>
 
@@ -38,6 +39,20 @@ bool PreparePayload(TransportHost& host, InboundMessage& message, std::string* e
     return false;
   }
   message.payload = message.owned_payload.get();
+  return true;
+}
+
+bool TakePayloadFrom(const std::uint8_t* bytes, TransportHost& host, InboundMessage& message,
+                     std::string* error) {
+  std::uint64_t length = message.header.payload_length;
+  if (length == 0) return true;
+  if (message.header.type == MessageType::kRaw) {
+    message.payload = const_cast<std::uint8_t*>(bytes);
+    message.payload_borrowed = true;
+    return true;
+  }
+  if (!PreparePayload(host, message, error)) return false;
+  std::memcpy(message.payload, bytes, length);
   return true;
 }
 

@@ -23,6 +23,14 @@ std::optional<FrameHeader> CheckIncomingHeader(const std::uint8_t bytes[kFrameHe
 // with *error, when that buffer cannot be had.
 bool PreparePayload(TransportHost& host, InboundMessage& message, std::string* error);
 
+// Gives message (header complete) the payload that lies at bytes, in the transport's own memory
+// (a shared-memory cell, a fabric frame copied out of UCX's): a raw frame lends it, and its
+// mailbox copies it into the receive it matches or a buffer of the message's own, one pass under
+// its lock instead of a placement and a delivery; any other frame's is copied where
+// PreparePayload says. False, with *error, when no buffer could be had.
+bool TakePayloadFrom(const std::uint8_t* bytes, TransportHost& host, InboundMessage& message,
+                     std::string* error);
+
 // The sending side's step: fills in the header's lengths and source from the message and encodes
 // it into out. Returns the frame's whole size (header, body and payload): what must be written.
 std::uint64_t SealOutgoingHeader(OutgoingMessage& message, int source,

@@ -277,17 +277,9 @@ bool ShmConnection::DeliverCell(const std::uint8_t* bytes) {
   message.header = *header;
   const std::uint8_t* body = bytes + kFrameHeaderSize;
   message.body.assign(reinterpret_cast<const char*>(body), body_length);
-  if (payload_length > 0 && header->type == MessageType::kRaw) {
-    // The mailbox copies it from the cell into the receive it matches, or into a buffer of the
-    // message's own: one pass under its lock instead of a placement and a delivery.
-    message.payload = const_cast<std::uint8_t*>(body + body_length);
-    message.payload_borrowed = true;
-  } else if (payload_length > 0) {
-    if (!PreparePayload(host_, message, &error)) {
-      Close(error);
-      return false;
-    }
-    std::memcpy(message.payload, body + body_length, payload_length);
+  if (!TakePayloadFrom(body + body_length, host_, message, &error)) {
+    Close(error);
+    return false;
   }
   host_.OnMessage(std::move(message));
   return true;
