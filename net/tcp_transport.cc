@@ -81,6 +81,7 @@ void TcpTransport::OnAcceptable() {
       return;
     }
     internal::SetNoDelay(fd.get());
+    internal::KeepLocalTrafficInCache(fd.get(), remote);
     std::string label = "connection from " + internal::FormatAddress(remote);
     {
       std::lock_guard lock(mutex_);

@@ -24,6 +24,14 @@ Fd ConnectTcpNonBlocking(const sockaddr_in& address);
 Fd ConnectTcpBlocking(const sockaddr_in& address, int timeout_ms);
 
 void SetNoDelay(int fd);
+
+// The send buffer asked for a socket whose peer runs under the same kernel.
+inline constexpr int kLocalSendBufferBytes = 256 * 1024;
+// True when peer is this machine seen from local: a loopback address, or local's own address.
+bool SameKernel(const sockaddr_in& local, const sockaddr_in& peer);
+// Limits the send buffer of a connected (or connecting) socket whose peer is on this machine, so
+// that what is in flight between the two copies stays in cache; leaves other sockets alone.
+void KeepLocalTrafficInCache(int fd, const sockaddr_in& peer);
 void SetNonBlocking(int fd, bool non_blocking);
 
 // Writes all of data to a blocking socket; throws on failure.
