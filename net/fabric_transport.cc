@@ -52,13 +52,15 @@ void EncodeFrameBehindPrefix(OutgoingMessage& message, bool body_in_header, std:
 }  // namespace
 
 FabricTransport::FabricTransport(ProgressEngine& engine, TransportHost& host,
-                                 const JobSecret& secret, int rank, int size)
+                                 const JobSecret& secret, int rank, int size,
+                                 bool peers_on_this_host)
     : engine_(engine),
       host_(host),
       secret_(secret),
       rank_(rank),
       size_(size),
-      worker_(std::make_unique<internal::UcxWorker>(static_cast<std::size_t>(size))) {
+      worker_(std::make_unique<internal::UcxWorker>(static_cast<std::size_t>(size),
+                                                    peers_on_this_host)) {
   body_in_header_limit_ = std::min(worker_->max_am_header(), kBodyInHeaderLimit);
   if (body_in_header_limit_ < kAmHeaderSize) {
     throw Error(LMDX_ERR_NETWORK, "UCX allows active-message headers of only " +

@@ -51,8 +51,9 @@ class UcxWorker;
 class FabricTransport : public Transport, private ProgressEngine::Poller {
  public:
   // Throws lmdx::Error when UCX cannot start here (the node then goes without fabric).
+  // peers_on_this_host: the job runs on this host alone (its nodes listen on loopback).
   FabricTransport(ProgressEngine& engine, TransportHost& host, const JobSecret& secret, int rank,
-                  int size);
+                  int size, bool peers_on_this_host);
   ~FabricTransport() override;
 
   const char* name() const override { return "fabric"; }

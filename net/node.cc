@@ -149,8 +149,11 @@ void Node::StartTransports() {
   if (fabric_wanted) {
     try {
       add([this](TransportHost& host) {
+        // A node bound to loopback (how both bootstraps start a job on one host) meets its peers
+        // here; elsewhere UCX's own socket sizing stays.
         return std::make_unique<FabricTransport>(engine_, host, info_.secret, info_.rank,
-                                                 info_.size);
+                                                 info_.size,
+                                                 internal::IsLoopbackHost(info_.bind_host));
       });
     } catch (const Error& error) {
       LogLine(std::string("going without the fabric transport: ") + error.what());

@@ -35,10 +35,6 @@ constexpr int kReceiveBuffer = 16 << 20;
 constexpr int kSendBuffer = 8 << 20;
 constexpr int kBatch = 16;  // datagrams per recvmmsg
 
-bool IsLoopback(const sockaddr_in& address) {
-  return (ntohl(address.sin_addr.s_addr) >> 24) == 127;
-}
-
 // LMDX_UDP_SEGMENT overrides the segment size (bytes of the frame stream per datagram).
 std::size_t SegmentBytes(const sockaddr_in& peer) {
   const char* text = std::getenv("LMDX_UDP_SEGMENT");
@@ -52,7 +48,7 @@ std::size_t SegmentBytes(const sockaddr_in& peer) {
     }
     return static_cast<std::size_t>(value);
   }
-  return IsLoopback(peer) ? kLoopbackSegment : kNetworkSegment;
+  return internal::IsLoopback(peer) ? kLoopbackSegment : kNetworkSegment;
 }
 
 void SetBuffer(int fd, int option, int force_option, int bytes) {

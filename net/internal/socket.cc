@@ -111,9 +111,20 @@ void SetNoDelay(int fd) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
+bool IsLoopback(const sockaddr_in& address) {
+  return (ntohl(address.sin_addr.s_addr) >> 24) == 127;
+}
+
+bool IsLoopbackHost(const std::string& host) {
+  try {
+    return IsLoopback(ParseHostPort(host + ":1"));
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 bool SameKernel(const sockaddr_in& local, const sockaddr_in& peer) {
-  const std::uint32_t peer_host = ntohl(peer.sin_addr.s_addr);
-  return (peer_host >> 24) == 127 || peer.sin_addr.s_addr == local.sin_addr.s_addr;
+  return IsLoopback(peer) || peer.sin_addr.s_addr == local.sin_addr.s_addr;
 }
 
 void KeepLocalTrafficInCache(int fd, const sockaddr_in& peer) {

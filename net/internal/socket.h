@@ -27,6 +27,11 @@ void SetNoDelay(int fd);
 
 // The send buffer asked for a socket whose peer runs under the same kernel.
 inline constexpr int kLocalSendBufferBytes = 256 * 1024;
+// 127.0.0.0/8.
+bool IsLoopback(const sockaddr_in& address);
+// host (a name or dotted address, as LMDX_BIND_HOST) resolves to a loopback address; false when
+// it does not resolve. A node bound there can be reached from this host only.
+bool IsLoopbackHost(const std::string& host);
 // True when peer is this machine seen from local: a loopback address, or local's own address.
 bool SameKernel(const sockaddr_in& local, const sockaddr_in& peer);
 // Limits the send buffer of a connected (or connecting) socket whose peer is on this machine, so

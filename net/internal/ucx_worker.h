@@ -18,8 +18,9 @@ namespace lmdx::net::internal {
 class UcxWorker {
  public:
   // Throws lmdx::Error(LMDX_ERR_NETWORK) naming the step and UCX's reason when UCX cannot start
-  // here (no usable transport, a bad UCX_TLS, ...).
-  explicit UcxWorker(std::size_t expected_endpoints);
+  // here (no usable transport, a bad UCX_TLS, ...). peers_on_this_host: every peer the worker
+  // will meet runs on this host (the job talks over loopback).
+  UcxWorker(std::size_t expected_endpoints, bool peers_on_this_host);
   ~UcxWorker();
   UcxWorker(const UcxWorker&) = delete;
   UcxWorker& operator=(const UcxWorker&) = delete;

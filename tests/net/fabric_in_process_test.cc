@@ -2,11 +2,13 @@
 // job: frames of mixed sizes arrive whole and in order, and one-sided reads of exposed memory,
 // over UCX's tcp and its shared-memory transports.
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -29,7 +31,8 @@ class FabricInProcessTest : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
     StartPair(ranks_, [](ProgressEngine& engine, RecordingHost& host, int rank) {
-      return std::make_unique<FabricTransport>(engine, host, TestSecret(), rank, 2);
+      return std::make_unique<FabricTransport>(engine, host, TestSecret(), rank, 2,
+                                               /*peers_on_this_host=*/true);
     });
   }
   void TearDown() override { StopPair(ranks_); }
@@ -279,6 +282,52 @@ TEST_P(FabricInProcessTest, AGetReadsWhatThePeerExposed) {
   }
   ExpectNoPeerLost();
 }
+
+// The send buffers of this process's connected TCP sockets (UCX's, in this test).
+std::vector<int> ConnectedTcpSendBuffers() {
+  std::vector<int> sizes;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    int fd = std::stoi(entry.path().filename().string());
+    int type = 0;
+    socklen_t length = sizeof type;
+    if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &length) != 0 || type != SOCK_STREAM) continue;
+    sockaddr_storage peer{};
+    socklen_t peer_length = sizeof peer;
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_length) != 0) continue;
+    if (peer.ss_family != AF_INET && peer.ss_family != AF_INET6) continue;
+    int bytes = 0;
+    length = sizeof bytes;
+    if (::getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, &length) == 0) sizes.push_back(bytes);
+  }
+  return sizes;
+}
+
+// UCX's tcp sockets get the small send buffer of local pairs only in a job on one host; elsewhere
+// the kernel sizes them (Linux reports twice the 256 KiB asked).
+void ExpectUcxTcpSendBuffers(bool peers_on_this_host) {
+  ScopedEnv tls("UCX_TLS", "tcp");
+  Rank ranks[2];
+  StartPair(ranks, [peers_on_this_host](ProgressEngine& engine, RecordingHost& host, int rank) {
+    return std::make_unique<FabricTransport>(engine, host, TestSecret(), rank, 2,
+                                             peers_on_this_host);
+  });
+  SendRaw(ranks[0], 1, 1000);
+  ASSERT_EQ(ranks[1].host.Take(1).size(), 1u);
+  const std::vector<int> sizes = ConnectedTcpSendBuffers();
+  StopPair(ranks);
+  ASSERT_FALSE(sizes.empty()) << "no connected TCP socket: UCX did not use tcp";
+  for (int bytes : sizes) {
+    if (peers_on_this_host) {
+      EXPECT_EQ(bytes, 512 * 1024);
+    } else {
+      EXPECT_NE(bytes, 512 * 1024);
+    }
+  }
+}
+
+TEST(FabricSocketTest, AJobOnOneHostKeepsUcxTcpInFlightSmall) { ExpectUcxTcpSendBuffers(true); }
+
+TEST(FabricSocketTest, AJobAcrossHostsLeavesUcxTcpToTheKernel) { ExpectUcxTcpSendBuffers(false); }
 
 INSTANTIATE_TEST_SUITE_P(UcxTransports, FabricInProcessTest, ::testing::Values("tcp", "sm"),
                          [](const ::testing::TestParamInfo<const char*>& info) {

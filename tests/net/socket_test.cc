@@ -35,6 +35,14 @@ TEST(SameKernelTest, AnotherHostsAddressIsNot) {
   EXPECT_FALSE(SameKernel(Address("192.168.1.1"), Address("128.0.0.1")));
 }
 
+TEST(IsLoopbackHostTest, NamesAndAddressesOfThisHostOnly) {
+  EXPECT_TRUE(IsLoopbackHost("127.0.0.1"));
+  EXPECT_TRUE(IsLoopbackHost("localhost"));
+  EXPECT_FALSE(IsLoopbackHost("10.1.2.3"));
+  EXPECT_FALSE(IsLoopbackHost("0.0.0.0"));
+  EXPECT_FALSE(IsLoopbackHost(""));  // no host at all: nothing to resolve
+}
+
 // Both ends of a real loopback connection get the small send buffer (Linux reports twice what
 // was asked, for its own bookkeeping); an unconnected socket keeps the kernel's default.
 TEST(KeepLocalTrafficInCacheTest, LimitsBothEndsOfALoopbackConnection) {
