@@ -25,7 +25,8 @@ Fd ConnectTcpBlocking(const sockaddr_in& address, int timeout_ms);
 
 void SetNoDelay(int fd);
 
-// The send buffer asked for a socket whose peer runs under the same kernel.
+// The send buffer asked for a socket whose peer runs under the same kernel: LMDX's tcp sockets,
+// and UCX's in a job on one host (UcxWorker).
 inline constexpr int kLocalSendBufferBytes = 256 * 1024;
 // 127.0.0.0/8.
 bool IsLoopback(const sockaddr_in& address);
@@ -37,6 +38,7 @@ bool SameKernel(const sockaddr_in& local, const sockaddr_in& peer);
 // Limits the send buffer of a connected (or connecting) socket whose peer is on this machine, so
 // that what is in flight between the two copies stays in cache; leaves other sockets alone.
 void KeepLocalTrafficInCache(int fd, const sockaddr_in& peer);
+
 void SetNonBlocking(int fd, bool non_blocking);
 
 // Writes all of data to a blocking socket; throws on failure.

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/error.h"
+#include "net/internal/socket.h"
 #include "net/internal/ucx_library.h"
 
 namespace lmdx::net::internal {
@@ -50,7 +52,7 @@ UcxWorker::UcxWorker(std::size_t expected_endpoints, bool peers_on_this_host) {
   // UCX_TCP_SNDBUF stands. (UCX 1.13 applies a transport's setting by its bare name: "SNDBUF",
   // not "TCP_SNDBUF".)
   if (peers_on_this_host && std::getenv("UCX_TCP_SNDBUF") == nullptr) {
-    Ucx().config_modify(config, "SNDBUF", "256k");
+    Ucx().config_modify(config, "SNDBUF", std::to_string(kLocalSendBufferBytes).c_str());
   }
 
   ucp_params_t params{};
