@@ -65,6 +65,10 @@ struct FabricTransport::Inbound {
 // return over UCX's shared memory.
 struct FabricTransport::QuickFrame {
   static constexpr std::size_t kMaxBytes = 512;  // body and payload
+  // Provided, not defaulted: emplace_back() value-initializes, which would zero all of bytes
+  // first (552 bytes), a quarter of the callback's time for an 8-byte message. A frame fills
+  // only what it carries.
+  QuickFrame() {}  // NOLINT(modernize-use-equals-default)
   FrameHeader header;
   std::array<std::uint8_t, kMaxBytes> bytes;  // the body, then the payload
 };
