@@ -72,17 +72,35 @@ ucs_status_t FabricTransport::Arrived(const void* header_bytes, std::size_t head
     return UCS_OK;
   }
   std::string error;
-  std::optional<FrameHeader> frame =
-      header_length < kAmHeaderSize
-          ? std::nullopt
-          : internal::CheckIncomingHeader(bytes + kAmPrefixSize, peer.rank, rank_,
-                                          "the fabric endpoint", &error);
+  std::optional<FrameHeader> frame;
+  std::size_t body_offset = kAmHeaderSize;  // where the body starts in the header
+  if ((am->flags & AmHeader::kSmallRaw) != 0) {
+    // The raw frame it stands for: its body follows the prefix, its payload is the data.
+    body_offset = kAmPrefixSize;
+    if (header_length != kAmPrefixSize + RawBody::kSize ||
+        (am->flags & AmHeader::kBodyInData) != 0) {
+      LoseLocked(peer, "a small message whose header has " + std::to_string(header_length) +
+                           " bytes instead of " + std::to_string(kAmPrefixSize + RawBody::kSize));
+      return UCS_OK;
+    }
+    frame.emplace();
+    frame->type = MessageType::kRaw;
+    frame->source = peer.rank;
+    frame->destination = rank_;
+    frame->body_length = RawBody::kSize;
+    frame->payload_length = length;
+  } else {
+    frame = header_length < kAmHeaderSize
+                ? std::nullopt
+                : internal::CheckIncomingHeader(bytes + kAmPrefixSize, peer.rank, rank_,
+                                                "the fabric endpoint", &error);
+  }
   if (!frame) {
     LoseLocked(peer, header_length < kAmHeaderSize ? "a message without a frame header" : error);
     return UCS_OK;
   }
   bool body_in_data = (am->flags & AmHeader::kBodyInData) != 0;
-  std::size_t header_body = header_length - kAmHeaderSize;
+  std::size_t header_body = header_length - body_offset;
   std::uint64_t expected_data = frame->payload_length;
   if (body_in_data) expected_data += frame->body_length;
   if ((body_in_data ? header_body != 0 : header_body != frame->body_length) ||
@@ -95,7 +113,7 @@ ucs_status_t FabricTransport::Arrived(const void* header_bytes, std::size_t head
       header_body + length <= QuickFrame::kMaxBytes) {
     QuickFrame& quick = quick_frames_.emplace_back();
     quick.header = *frame;
-    std::memcpy(quick.bytes.data(), bytes + kAmHeaderSize, header_body);
+    std::memcpy(quick.bytes.data(), bytes + body_offset, header_body);
     if (length > 0) std::memcpy(quick.bytes.data() + header_body, data, length);
     ++peer.next_receive;
     return UCS_OK;  // copied: UCX may take its memory back
@@ -106,7 +124,7 @@ ucs_status_t FabricTransport::Arrived(const void* header_bytes, std::size_t head
   inbound->body_in_data = body_in_data;
   inbound->message.header = *frame;
   if (!inbound->body_in_data) {
-    inbound->message.body.assign(reinterpret_cast<const char*>(bytes + kAmHeaderSize), header_body);
+    inbound->message.body.assign(reinterpret_cast<const char*>(bytes + body_offset), header_body);
   }
   inbound->length = length;
   ucs_status_t result = UCS_OK;
@@ -339,6 +357,16 @@ bool FabricTransport::HandOverQuickFrames(std::vector<QuickFrame>& frames) {
   int failed_source = -1;  // a peer lost here: its later frames are not handed over
   for (QuickFrame& quick : frames) {
     if (quick.header.source == failed_source) continue;
+    if (quick.header.type == MessageType::kRaw && quick.header.body_length == RawBody::kSize &&
+        quick.header.request_id == 0 && quick.header.flags == 0) {
+      // A raw frame that carries nothing besides what a small raw message does, sent on the
+      // express lane or not: it skips the frame.
+      RawBody raw = RawBody::Read(quick.bytes.data());
+      host_.OnRawMessage(SmallRaw{quick.header.source, rank_, raw.tag, raw.sequence,
+                                  quick.bytes.data() + RawBody::kSize,
+                                  static_cast<std::size_t>(quick.header.payload_length)});
+      continue;
+    }
     InboundMessage message;
     message.header = quick.header;
     std::uint32_t body_length = quick.header.body_length;

@@ -298,21 +298,37 @@ bool FabricTransport::SendNow(int dest, OutgoingMessage& message) {
   }
   std::array<std::uint8_t, kAmHeaderSize + kSendNowBodyLimit> header;
   EncodeFrameBehindPrefix(message, /*body_in_header=*/true, header.data());
+  return SendWithinCall(dest, 0, header.data(), kAmHeaderSize + message.body.size(),
+                        message.payload.data, message.payload.size);
+}
+
+// The express lane: the pair's prefix and the raw body, no frame header (AmHeader::kSmallRaw).
+bool FabricTransport::SendRawNow(const SmallRaw& raw) {
+  if (raw.length > kSendNowPayloadLimit) return false;
+  std::array<std::uint8_t, kAmPrefixSize + RawBody::kSize> header;
+  RawBody{raw.tag, raw.sequence}.Write(header.data() + kAmPrefixSize);
+  return SendWithinCall(raw.destination, AmHeader::kSmallRaw, header.data(), header.size(),
+                        raw.payload, raw.length);
+}
+
+bool FabricTransport::SendWithinCall(int dest, std::uint32_t flags, std::uint8_t* header,
+                                     std::size_t header_size, const void* data,
+                                     std::size_t length) {
   AmHeader am;
   am.source = rank_;
+  am.flags = flags;
   std::lock_guard lock(ucx_mutex_);
   Peer& peer = *peers_.at(static_cast<std::size_t>(dest));
   ucp_ep_h endpoint = UsableEndpointLocked(peer);
   if (endpoint == nullptr) return false;  // Send reports the loss
   am.token = peer.send_token;
   am.sequence = peer.next_send;
-  EncodeAmHeader(am, header.data());
+  EncodeAmHeader(am, header);
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
   param.datatype = ucp_dt_make_contig(1);
-  ucs_status_ptr_t request = Ucx().am_send_nbx(endpoint, internal::kFabricAmId, header.data(),
-                                               kAmHeaderSize + message.body.size(),
-                                               message.payload.data, message.payload.size, &param);
+  ucs_status_ptr_t request =
+      Ucx().am_send_nbx(endpoint, internal::kFabricAmId, header, header_size, data, length, &param);
   if (UCS_PTR_IS_ERR(request)) return false;  // not sent; Send meets any failure again
   if (request != nullptr) {
     // UCX started it after all: its memory is this stack's and the caller's until it ends.

@@ -8,25 +8,6 @@
 
 namespace lmdx::net {
 
-std::string RawBody::Encode() const {
-  std::string body(kSize, '\0');
-  auto tag_bits = static_cast<std::uint32_t>(tag);
-  for (std::size_t i = 0; i < 4; ++i) body[i] = static_cast<char>(tag_bits >> (8 * i));
-  for (std::size_t i = 0; i < 8; ++i) body[4 + i] = static_cast<char>(sequence >> (8 * i));
-  return body;
-}
-
-std::optional<RawBody> RawBody::Decode(const std::string& body) {
-  if (body.size() != kSize) return std::nullopt;
-  auto byte = [&body](std::size_t i) { return static_cast<std::uint8_t>(body[i]); };
-  std::uint32_t tag_bits = 0;
-  for (std::size_t i = 0; i < 4; ++i) tag_bits |= std::uint32_t{byte(i)} << (8 * i);
-  RawBody raw;
-  raw.tag = static_cast<std::int32_t>(tag_bits);
-  for (std::size_t i = 0; i < 8; ++i) raw.sequence |= std::uint64_t{byte(4 + i)} << (8 * i);
-  return raw;
-}
-
 Mailbox::Result Mailbox::Truncated(int source, int tag, std::size_t length, std::size_t capacity) {
   Result result;
   result.code = LMDX_ERR_TRUNCATED;
@@ -153,28 +134,44 @@ void Mailbox::Deliver(InboundMessage&& message) {
             std::to_string(RawBody::kSize) + "; dropped");
     return;
   }
+  DeliverNumbered(message, raw->tag, raw->sequence);
+}
+
+void Mailbox::DeliverSmall(const SmallRaw& raw) {
+  if (raw.source < 0) return;
+  InboundMessage message;
+  message.header.type = MessageType::kRaw;
+  message.header.source = raw.source;
+  message.header.payload_length = raw.length;
+  message.payload = const_cast<std::uint8_t*>(raw.payload);
+  message.payload_borrowed = raw.length > 0;
+  DeliverNumbered(message, raw.tag, raw.sequence);
+}
+
+void Mailbox::DeliverNumbered(InboundMessage& message, int tag, std::uint64_t sequence) {
+  int source = message.header.source;
   std::lock_guard lock(mutex_);
   SourceOrder& order = OrderOf(source);
   if (message.payload_placed) {
     // Place gave this message a posted receive's buffer: that receive is complete.
     for (Posted* posted = first_posted_; posted != nullptr; posted = posted->next) {
       if (!posted->claimed || posted->buffer != message.payload) continue;
-      posted->result = Result{
-          LMDX_OK, source, raw->tag, static_cast<std::size_t>(message.header.payload_length), {}};
+      posted->result =
+          Result{LMDX_OK, source, tag, static_cast<std::size_t>(message.header.payload_length), {}};
       Complete(posted);
       break;
     }
-  } else if (raw->sequence != order.next) {
-    if (raw->sequence < order.next) {
+  } else if (sequence != order.next) {
+    if (sequence < order.next) {
       LogLine("a raw message from rank " + std::to_string(source) + " repeats number " +
-              std::to_string(raw->sequence) + "; dropped");
+              std::to_string(sequence) + "; dropped");
       return;
     }
     KeepPayload(message);
-    order.early.emplace(raw->sequence, Queued{std::move(message), raw->tag});
+    order.early.emplace(sequence, Queued{std::move(message), tag});
     return;
   } else {
-    DeliverInOrder(message, raw->tag);
+    DeliverInOrder(message, tag);
   }
   ++order.next;
   while (!order.early.empty() && order.early.begin()->first == order.next) {

@@ -19,20 +19,6 @@
 
 namespace lmdx::net {
 
-// The body of a raw (kRaw) frame: 12 bytes, little-endian, the tag (int32) and the frame's number
-// among the raw frames from its source to its destination (uint64, from 0). The number lets the
-// receiver keep the order of a pair's messages when network hints send them over different
-// networks. Fixed bytes rather than a protobuf: it is on every raw message's latency path.
-struct RawBody {
-  static constexpr std::size_t kSize = 12;
-  std::int32_t tag = 0;
-  std::uint64_t sequence = 0;
-
-  std::string Encode() const;
-  // nullopt when body is not kSize bytes.
-  static std::optional<RawBody> Decode(const std::string& body);
-};
-
 // Raw messages (lmdx_send/lmdx_recv) waiting for their receivers, and receivers waiting for
 // their messages. A receive posted before its message arrives gets the payload read straight
 // from the socket into the user's buffer, so a large message is never copied on the way in.
@@ -58,6 +44,9 @@ class Mailbox {
   std::uint8_t* Place(const FrameHeader& header, const std::string& body);
   // Progress thread: a whole raw message arrived (its payload placed or not).
   void Deliver(InboundMessage&& message);
+  // Progress thread: a small raw message came whole on the express lane; its payload is borrowed
+  // for the call. Spares it the frame it would otherwise be built into.
+  void DeliverSmall(const SmallRaw& raw);
   // A transport keeps a raw message's data at its sender until a receive names memory for it
   // (TransportHost::WakeOnNextReceive): the next receive posted calls on_posted (outside the lock),
   // which wakes whoever must look again. A receiving thread that parks never polls the network
@@ -100,6 +89,8 @@ class Mailbox {
   }
   static Result Truncated(int source, int tag, std::size_t length, std::size_t capacity);
   SourceOrder& OrderOf(int source);  // callers hold mutex_
+  // Deliver once the frame's tag and number are known.
+  void DeliverNumbered(InboundMessage& message, int tag, std::uint64_t sequence);
   // Moves message into the queue only when no receive takes it; callers hold mutex_.
   void DeliverInOrder(InboundMessage& message, int tag);
   void Post(Posted* posted);  // appends; callers hold mutex_

@@ -66,6 +66,12 @@ class CountingHost : public TransportHost {
     }
     node_.OnMessage(std::move(message));
   }
+  void OnRawMessage(const SmallRaw& raw) override {
+    if (raw.source >= 0 && raw.source < static_cast<int>(received_.size())) {
+      AddAsDispatcher(received_[static_cast<std::size_t>(raw.source)], 1);
+    }
+    node_.OnRawMessage(raw);
+  }
   void OnPeerLost(int rank, const std::string& why) override { node_.OnPeerLost(rank, why); }
   std::vector<std::uint64_t> Received() const {
     std::vector<std::uint64_t> counts;
@@ -423,12 +429,22 @@ void Node::SendRaw(int dest, std::int32_t tag, Payload payload, std::string_view
                   "there is no network called \"" + std::string(network) + "\"");
     }
   }
-  OutgoingMessage message;
-  message.header.type = MessageType::kRaw;
   RawBody raw;
   raw.tag = tag;
   raw.sequence =
       raw_sequence_[static_cast<std::size_t>(dest)].fetch_add(1, std::memory_order_relaxed);
+  if (payload.size <= SmallRaw::kMaxPayload) {
+    Transport* transport = ReadyRoute(dest, index);
+    SmallRaw small{
+        info_.rank,  dest, tag, raw.sequence, static_cast<const std::uint8_t*>(payload.data),
+        payload.size};
+    if (transport != nullptr && transport->SendRawNow(small)) {
+      CountSent(MessageType::kRaw, RawBody::kSize + payload.size);
+      return;
+    }
+  }
+  OutgoingMessage message;
+  message.header.type = MessageType::kRaw;
   message.body = raw.Encode();
   message.payload = std::move(payload);
   SendBlocking(dest, std::move(message), index);
@@ -486,18 +502,22 @@ void Node::SendBlocking(int dest, OutgoingMessage&& message, int network) {
   if (!ok) throw Error(LMDX_ERR_PEER_LOST, Rank(dest) + " is gone; the message was not sent");
 }
 
-// The frame goes out within this call when the pair's network can take all of it at once
-// (Transport::SendNow); anything unusual (a bad rank, routes not known yet) is left to SendFrame.
-bool Node::SendNow(int dest, OutgoingMessage& message, int network) {
+Transport* Node::ReadyRoute(int dest, int network) {
   if (dest < 0 || dest >= info_.size || dest == info_.rank ||
       stopped_.load(std::memory_order_acquire) || !routes_ready_.load(std::memory_order_acquire)) {
-    return false;
+    return nullptr;
   }
   auto peer = static_cast<std::size_t>(dest);
-  Transport* transport = network == kPairNetwork
-                             ? route_[peer]
-                             : shared_routes_[peer][static_cast<std::size_t>(network)];
-  if (transport == nullptr) return false;  // SendFrame counts the hint's fallback
+  return network == kPairNetwork ? route_[peer]
+                                 : shared_routes_[peer][static_cast<std::size_t>(network)];
+}
+
+// The frame goes out within this call when the pair's network can take all of it at once
+// (Transport::SendNow); anything unusual (a bad rank, routes not known yet, a hint for a network
+// the pair lacks) is left to SendFrame, which counts the hint's fallback.
+bool Node::SendNow(int dest, OutgoingMessage& message, int network) {
+  Transport* transport = ReadyRoute(dest, network);
+  if (transport == nullptr) return false;
   message.header.destination = dest;
   message.header.source = info_.rank;
   if (!transport->SendNow(dest, message)) return false;
@@ -506,10 +526,13 @@ bool Node::SendNow(int dest, OutgoingMessage& message, int network) {
 }
 
 void Node::CountSent(const OutgoingMessage& message) {
-  TypeCounters& counters = type_counters_[static_cast<std::size_t>(message.header.type)];
+  CountSent(message.header.type, message.body.size() + message.payload.size);
+}
+
+void Node::CountSent(MessageType type, std::uint64_t bytes) {
+  TypeCounters& counters = type_counters_[static_cast<std::size_t>(type)];
   counters.sent_frames.fetch_add(1, std::memory_order_relaxed);
-  counters.sent_bytes.fetch_add(message.body.size() + message.payload.size,
-                                std::memory_order_relaxed);
+  counters.sent_bytes.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 void Node::SendFrame(int dest, OutgoingMessage message, int network, bool may_block) {
@@ -685,6 +708,14 @@ std::uint8_t* Node::PlacePayload(const FrameHeader& header, const std::string& b
     placer = placers_[static_cast<std::size_t>(header.type)];
   }
   return placer ? placer(header, body) : nullptr;
+}
+
+void Node::OnRawMessage(const SmallRaw& raw) {
+  wait_board::NoteTraffic();
+  TypeCounters& counters = type_counters_[static_cast<std::size_t>(MessageType::kRaw)];
+  AddAsDispatcher(counters.received_frames, 1);
+  AddAsDispatcher(counters.received_bytes, RawBody::kSize + raw.length);
+  mailbox_.DeliverSmall(raw);
 }
 
 void Node::OnMessage(InboundMessage&& message) {

@@ -114,7 +114,8 @@ class Node : public TransportHost {
   // raw frames to dest, so that dest's mailbox keeps their order whatever network carried each.
   // network ("tcp", "shm", ...; empty: the pair's own) is a hint: a network the pair shares
   // carries the frame; for any other the pair's own does, and hint_fallbacks() counts it. To this
-  // node itself the hint is ignored.
+  // node itself the hint is ignored. A small one goes on the network's express lane when it has
+  // one and can take it at once (Transport::SendRawNow).
   void SendRaw(int dest, std::int32_t tag, Payload payload, std::string_view network = {});
   // Starts a one-way frame and returns at once, never waiting for socket or ring space. The
   // payload, borrowed or owned, must stay valid until on_sent(true or false) runs (once, on
@@ -204,6 +205,7 @@ class Node : public TransportHost {
   // The mailbox's posted hook wakes the progress thread, which polls every transport.
   void WakeOnNextReceive() override { mailbox_.NoticeNextPost(); }
   void OnMessage(InboundMessage&& message) override;
+  void OnRawMessage(const SmallRaw& raw) override;
   void OnPeerLost(int rank, const std::string& why) override;
 
  private:
@@ -214,8 +216,12 @@ class Node : public TransportHost {
   // network: an index of kNetworkPreference, or kPairNetwork for the pair's own.
   static constexpr int kPairNetwork = -1;
   void SendBlocking(int dest, OutgoingMessage&& message, int network);
+  // The transport that may send to dest at once over network, or nullptr when anything is
+  // unusual (a bad rank, this node, routes not known yet, a hinted network the pair lacks).
+  Transport* ReadyRoute(int dest, int network);
   bool SendNow(int dest, OutgoingMessage& message, int network);
   void CountSent(const OutgoingMessage& message);
+  void CountSent(MessageType type, std::uint64_t bytes);
   void SendFrame(int dest, OutgoingMessage message, int network = kPairNetwork,
                  bool may_block = true);
   Transport* HintedRoute(int dest, int network);

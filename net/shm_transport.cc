@@ -218,6 +218,12 @@ bool ShmTransport::SendNow(int dest, OutgoingMessage& message) {
   return connection != nullptr && connection->SendNow(message);
 }
 
+bool ShmTransport::SendRawNow(const SmallRaw& raw) {
+  internal::ShmConnection* connection =
+      send_now_to_[static_cast<std::size_t>(raw.destination)].load(std::memory_order_acquire);
+  return connection != nullptr && connection->SendRawNow(raw);
+}
+
 // Runs on the first sender's thread. The peer's acceptor answers from a thread of its own, so
 // two nodes connecting to each other at once (even from their progress threads) never wait on
 // each other.

@@ -47,6 +47,7 @@ class ShmTransport : public Transport, private ProgressEngine::Poller {
   void SetJobTable(const wire::JobTable& table) override;
   void Send(int dest, OutgoingMessage message, bool may_block) override;
   bool SendNow(int dest, OutgoingMessage& message) override;
+  bool SendRawNow(const SmallRaw& raw) override;
   void Close() override;
 
   // Who can reach this node's shared memory: the same kernel (boot id) and network namespace

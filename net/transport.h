@@ -35,6 +35,10 @@ class TransportHost {
   // (InboundMessage::payload_borrowed): a host that keeps the message past this call copies the
   // payload first (KeepPayload).
   virtual void OnMessage(InboundMessage&& message) = 0;
+  // A small raw message came whole from an authenticated peer (Transport::SendRawNow at its
+  // sender); its payload is borrowed for the call. A host without a way of its own takes it as
+  // the raw frame it stands for.
+  virtual void OnRawMessage(const SmallRaw& raw) { OnMessage(AsRawFrame(raw)); }
   // An authenticated peer's connection ended or failed.
   virtual void OnPeerLost(int rank, const std::string& why) = 0;
 };
@@ -61,6 +65,12 @@ class Transport {
   // Application threads only. Spares a sender of borrowed memory its wait for on_sent, which
   // cost a shared-memory message a fifth of its latency.
   virtual bool SendNow(int /*dest*/, OutgoingMessage& /*message*/) { return false; }
+  // The express lane for a small raw message (SmallRaw, to raw.destination, never this node):
+  // written whole within this call, without a frame header, when the network can take it at once
+  // and in order with the frames before it. False sends nothing: the caller sends the raw frame
+  // the usual way, with the same number. Application threads only; the payload is free again on
+  // return.
+  virtual bool SendRawNow(const SmallRaw& /*raw*/) { return false; }
   // Closes every connection without reporting peers as lost (the job is ending).
   virtual void Close() = 0;
 

@@ -24,7 +24,7 @@ namespace lmdx::net::internal {
 // two directions' cells. Ring and cells 0 carry frames from the node that created the segment (the
 // client) to the other.
 struct SegmentHeader {
-  char magic[8];  // "LMDXSHM2"
+  char magic[8];  // "LMDXSHM3"
   std::uint64_t capacity;
 };
 constexpr std::size_t kSegmentHeaderSize = 64;
@@ -64,6 +64,9 @@ class ShmConnection : public std::enable_shared_from_this<ShmConnection> {
   // Transport::SendNow: writes the frame in this call when the connection is idle and has room
   // for all of it (application threads only; the frame's on_sent is not called).
   bool SendNow(OutgoingMessage& message);
+  // Transport::SendRawNow: a small raw message into a cell in this call, when one is free and
+  // the connection is idle with the ring all read (application threads only).
+  bool SendRawNow(const SmallRaw& raw);
   // Reads and delivers whole frames; true when anything arrived. The caller holds a reference to
   // this connection for the call (the transport's polled list, or the callback's own): a handler
   // may close it, and taking one here cost two atomic operations on every poll of a waiting thread.

@@ -28,7 +28,7 @@ std::optional<AmHeader> DecodeAmHeader(const std::uint8_t in[kAmPrefixSize]) {
   header.sequence = Get(in + 8, 8);
   header.flags = static_cast<std::uint32_t>(Get(in + 16, 4));
   header.source = static_cast<std::int32_t>(static_cast<std::uint32_t>(Get(in + 20, 4)));
-  constexpr std::uint32_t kKnown = AmHeader::kBodyInData | AmHeader::kGoodbye;
+  constexpr std::uint32_t kKnown = AmHeader::kBodyInData | AmHeader::kGoodbye | AmHeader::kSmallRaw;
   if ((header.flags & ~kKnown) != 0) return std::nullopt;
   return header;
 }

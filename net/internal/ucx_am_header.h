@@ -16,8 +16,10 @@ namespace lmdx::net::internal {
 //        8    8 sequence       (0, 1, 2, ... per ordered pair of ranks)
 //       16    4 flags          (kBodyInData, kGoodbye)
 //       20    4 source rank    (the token is checked before anything else is read)
-//       24   40 LMDX frame header (net/wire.h), absent in a goodbye
+//       24   40 LMDX frame header (net/wire.h), absent in a goodbye and a small raw message
 //       64      the frame's body, unless kBodyInData
+//
+// A small raw message (kSmallRaw) carries its raw body at 24, and nothing after it.
 //
 // The active message's data is the frame's payload, with the body in front of it when the body
 // did not fit in UCX's header limit. Integers are little-endian.
@@ -29,6 +31,9 @@ struct AmHeader {
   static constexpr std::uint32_t kBodyInData = 1;
   // The sender closes its endpoint: nothing more comes from it (a TCP connection's close).
   static constexpr std::uint32_t kGoodbye = 2;
+  // A small raw message on the express lane (net/message.h SmallRaw): the raw body (12 bytes,
+  // RawBody) follows the prefix in place of a frame header and body, and the data is the payload.
+  static constexpr std::uint32_t kSmallRaw = 4;
 
   std::uint64_t token = 0;
   std::uint64_t sequence = 0;

@@ -59,6 +59,13 @@ TEST(RawBodyTest, RoundTripsAndRejectsOtherSizes) {
   EXPECT_EQ(decoded->sequence, 0x0102030405060708u);
   EXPECT_FALSE(RawBody::Decode(body.substr(1)).has_value());
   EXPECT_FALSE(RawBody::Decode("").has_value());
+  // The same bytes in memory of the caller's (the express lane's headers).
+  std::uint8_t bytes[RawBody::kSize];
+  raw.Write(bytes);
+  EXPECT_EQ(std::memcmp(bytes, body.data(), RawBody::kSize), 0);
+  RawBody read = RawBody::Read(bytes);
+  EXPECT_EQ(read.tag, -7);
+  EXPECT_EQ(read.sequence, 0x0102030405060708u);
 }
 
 TEST(MailboxTest, KeepsTheOrderOfEachSource) {
@@ -263,6 +270,50 @@ TEST(MailboxTest, ABorrowedPayloadIsCopiedBeforeDeliverReturns) {
   receiver.join();
   EXPECT_EQ(result.code, LMDX_OK);
   EXPECT_EQ(got, "fourth");
+}
+
+// Small raw messages (the express lane) share their source's numbering with raw frames, lend
+// their payload as a cell does, and are matched like frames: by order, source and tag.
+TEST(MailboxTest, SmallRawMessagesAreNumberedWithFramesAndTheirPayloadIsCopied) {
+  Mailbox mailbox;
+  char cell[16];
+  auto small = [&cell](const std::string& text, int tag, std::uint64_t sequence) {
+    std::memcpy(cell, text.data(), text.size());
+    return SmallRaw{7, 0, tag, sequence, reinterpret_cast<const std::uint8_t*>(cell), text.size()};
+  };
+  // 2 (small) overtakes 1 (a frame) and 0 (small); nobody receives yet.
+  mailbox.DeliverSmall(small("third", 0, 2));
+  std::memset(cell, 'x', sizeof cell);
+  char buffer[16];
+  EXPECT_EQ(mailbox.Receive(7, LMDX_ANY_TAG, buffer, sizeof buffer, /*wait=*/false).code, 1);
+  mailbox.DeliverSmall(small("first", 3, 0));
+  std::memset(cell, 'y', sizeof cell);
+  mailbox.Deliver(Frames::Numbered(7, "second", 0, 1));
+  // A receive for tag 0 passes over the first message (tag 3), which stays for a later one.
+  Mailbox::Result result;
+  EXPECT_EQ(Take(mailbox, 7, 0, &result), "second");
+  EXPECT_EQ(Take(mailbox, 7, 0), "third");
+  EXPECT_EQ(Take(mailbox, 7, 3, &result), "first");
+  EXPECT_EQ(result.source, 7);
+  EXPECT_EQ(result.tag, 3);
+  // A message repeated by mistake is dropped.
+  mailbox.DeliverSmall(small("again", 0, 2));
+  EXPECT_EQ(mailbox.Receive(7, LMDX_ANY_TAG, buffer, sizeof buffer, /*wait=*/false).code, 1);
+  // Too small a receive: an error, and the message stays with its bytes.
+  mailbox.DeliverSmall(small("twelve bytes", 0, 3));
+  std::memset(cell, 'z', sizeof cell);
+  char tiny[4];
+  EXPECT_EQ(mailbox.Receive(7, LMDX_ANY_TAG, tiny, sizeof tiny, true).code, LMDX_ERR_TRUNCATED);
+  EXPECT_EQ(Take(mailbox, 7), "twelve bytes");
+  // A receiver that waits gets the bytes the cell held at delivery, posted in time or not.
+  std::string got;
+  std::thread receiver([&] { got = Take(mailbox, 7, LMDX_ANY_TAG, &result); });
+  mailbox.DeliverSmall(small("fourth", 1, 4));
+  std::memset(cell, 'w', sizeof cell);
+  receiver.join();
+  EXPECT_EQ(result.code, LMDX_OK);
+  EXPECT_EQ(got, "fourth");
+  EXPECT_EQ(result.tag, 1);
 }
 
 TEST(MailboxTest, LosingTheSourceFailsItsReceiver) {

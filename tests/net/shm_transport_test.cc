@@ -47,13 +47,19 @@ class ShmTransportTest : public ::testing::Test {
   }
   void TearDown() override { StopPair(ranks_); }
 
-  // Sends count frames from rank 0 as thread `thread`, payload sizes drawn from sizes. With
-  // send_now, each frame's payload is borrowed and first offered to SendNow, which must have
-  // copied it all when it says so (the buffer is scribbled over at once); Send takes the others.
-  // Returns how many went through SendNow.
+  // How a test sender offers each frame: to Send; to SendNow first; or, as a small raw message,
+  // to SendRawNow first and then to SendNow.
+  enum class Offer { kSend, kSendNow, kExpress };
+
+  // Sends count frames from rank 0 as thread `thread`, payload sizes drawn from sizes. Offered at
+  // once (kSendNow, kExpress), a frame's payload is borrowed, and must have been copied all when
+  // the transport says it was sent (the buffer is scribbled over at once); Send takes the others.
+  // Express frames are raw frames whose body says thread (tag) and number, as the small raw
+  // message they stand for. Returns how many went at once (express ones in *express).
   std::uint32_t SendFrames(std::uint32_t thread, std::uint32_t count,
                            const std::vector<std::size_t>& sizes,
-                           std::vector<std::size_t>* sent_sizes, bool send_now = false) {
+                           std::vector<std::size_t>* sent_sizes, Offer offer = Offer::kSend,
+                           std::uint32_t* express = nullptr) {
     std::mt19937 random(thread + 1);
     std::uint32_t sent_now = 0;
     for (std::uint32_t number = 0; number < count; ++number) {
@@ -64,10 +70,22 @@ class ShmTransportTest : public ::testing::Test {
       message.header.type = MessageType::kRaw;
       message.header.source = 0;
       message.header.destination = 1;
-      Stamp stamp{thread, number};
-      message.body.assign(reinterpret_cast<const char*>(&stamp), sizeof stamp);
+      if (offer == Offer::kExpress) {
+        message.body = RawBody{static_cast<std::int32_t>(thread), number}.Encode();
+      } else {
+        Stamp stamp{thread, number};
+        message.body.assign(reinterpret_cast<const char*>(&stamp), sizeof stamp);
+      }
       sent_sizes->push_back(size);
-      if (send_now) {
+      if (offer == Offer::kExpress &&
+          ranks_[0].transport->SendRawNow(
+              SmallRaw{0, 1, static_cast<std::int32_t>(thread), number, payload->data(), size})) {
+        if (size > 0) std::memset(payload->data(), 0xEE, size);
+        ++sent_now;
+        if (express != nullptr) ++*express;
+        continue;
+      }
+      if (offer != Offer::kSend) {
         message.payload = Payload{payload->data(), size, nullptr};
         if (ranks_[0].transport->SendNow(1, message)) {
           if (size > 0) std::memset(payload->data(), 0xEE, size);
@@ -81,17 +99,16 @@ class ShmTransportTest : public ::testing::Test {
     return sent_now;
   }
 
-  // kThreads threads send kFrames frames each at once (sizes drawn from sizes; those for which
-  // send_now says so offer every frame to SendNow first); each thread's frames must arrive in
-  // order.
-  template <typename SendNowFor>
+  // kThreads threads send kFrames frames each at once (sizes drawn from sizes, each thread
+  // offering its frames as offer_of says); each thread's frames must arrive in order.
+  template <typename OfferOf>
   void SendFromThreadsAndExpectOrder(std::uint32_t threads, std::uint32_t frames,
-                                     const std::vector<std::size_t>& sizes, SendNowFor send_now) {
+                                     const std::vector<std::size_t>& sizes, OfferOf offer_of) {
     std::vector<std::vector<std::size_t>> sent(threads);
     std::vector<std::thread> senders;
     for (std::uint32_t thread = 0; thread < threads; ++thread) {
       senders.emplace_back(
-          [&, thread] { SendFrames(thread, frames, sizes, &sent[thread], send_now(thread)); });
+          [&, thread] { SendFrames(thread, frames, sizes, &sent[thread], offer_of(thread)); });
     }
     for (std::thread& sender : senders) sender.join();
     std::vector<InboundMessage> got = ranks_[1].host.Take(threads * frames);
@@ -104,9 +121,15 @@ class ShmTransportTest : public ::testing::Test {
                             const std::vector<std::vector<std::size_t>>& sent_sizes) {
     std::vector<std::uint32_t> next(sent_sizes.size(), 0);
     for (const InboundMessage& message : got) {
-      ASSERT_EQ(message.body.size(), sizeof(Stamp));
       Stamp stamp;
-      std::memcpy(&stamp, message.body.data(), sizeof stamp);
+      if (auto raw = RawBody::Decode(message.body)) {
+        ASSERT_EQ(message.header.type, MessageType::kRaw);
+        stamp =
+            Stamp{static_cast<std::uint32_t>(raw->tag), static_cast<std::uint32_t>(raw->sequence)};
+      } else {
+        ASSERT_EQ(message.body.size(), sizeof(Stamp));
+        std::memcpy(&stamp, message.body.data(), sizeof stamp);
+      }
       ASSERT_LT(stamp.thread, sent_sizes.size());
       ASSERT_EQ(stamp.number, next[stamp.thread]) << "thread " << stamp.thread;
       std::size_t size = sent_sizes[stamp.thread][stamp.number];
@@ -153,7 +176,7 @@ TEST_F(ShmTransportTest, SmallFramesWrapTheCellsManyTimes) {
 // Several threads send at once: each thread's frames keep their order.
 TEST_F(ShmTransportTest, ConcurrentSendersEachKeepTheirOrder) {
   SendFromThreadsAndExpectOrder(3, 2000, {0, 8, kCellPayload, 200, 5000},
-                                [](std::uint32_t) { return false; });
+                                [](std::uint32_t) { return Offer::kSend; });
 }
 
 // Frames written at once by their sender (SendNow, for borrowed memory) mixed with frames of
@@ -167,14 +190,59 @@ TEST_F(ShmTransportTest, FramesSentAtOnceKeepTheirOrderAmongQueuedOnes) {
   SendFrames(0, 1, {8}, &first[0]);
   ExpectInOrder(ranks_[1].host.Take(1), first);
   std::vector<std::vector<std::size_t>> at_once(1);
-  EXPECT_EQ(SendFrames(0, 1, {kCellPayload}, &at_once[0], /*send_now=*/true), 1u)
+  EXPECT_EQ(SendFrames(0, 1, {kCellPayload}, &at_once[0], Offer::kSendNow), 1u)
       << "an idle connection did not take a small frame at once";
   ExpectInOrder(ranks_[1].host.Take(1), at_once);
 
   // Then three threads at once, two of them offering every frame to SendNow (most find another
   // thread's frames queued or the writer busy, and queue theirs).
-  SendFromThreadsAndExpectOrder(3, 6000, {0, 8, kCellPayload, 200, 5000, 70000},
-                                [](std::uint32_t thread) { return thread != 2; });
+  SendFromThreadsAndExpectOrder(
+      3, 6000, {0, 8, kCellPayload, 200, 5000, 70000},
+      [](std::uint32_t thread) { return thread != 2 ? Offer::kSendNow : Offer::kSend; });
+}
+
+constexpr std::size_t kSmallRawPayload = internal::SmallRawCell::kMaxPayload;
+
+// The express lane: an idle connection takes a small raw message into a cell at once, and its
+// receiver gets the raw frame it stands for (the host here has no way of its own for it); a
+// message one byte too large for a cell is refused, and nothing of it arrives.
+TEST_F(ShmTransportTest, AnIdleConnectionTakesASmallRawMessageAtOnce) {
+  std::vector<std::vector<std::size_t>> first(1);
+  SendFrames(0, 1, {8}, &first[0]);
+  ExpectInOrder(ranks_[1].host.Take(1), first);
+
+  std::vector<std::uint8_t> too_large(kSmallRawPayload + 1, 7);
+  EXPECT_FALSE(
+      ranks_[0].transport->SendRawNow(SmallRaw{0, 1, 5, 0, too_large.data(), too_large.size()}));
+  std::vector<std::vector<std::size_t>> express(1);
+  std::uint32_t went_express = 0;
+  SendFrames(0, 2, {kSmallRawPayload}, &express[0], Offer::kExpress, &went_express);
+  EXPECT_EQ(went_express, 2u) << "an idle connection did not take small raw messages at once";
+  std::vector<InboundMessage> got = ranks_[1].host.Take(2);
+  ASSERT_EQ(got.size(), 2u) << ranks_[1].host.lost();
+  EXPECT_EQ(got[0].header.source, 0);
+  EXPECT_EQ(got[0].header.destination, 1);
+  ExpectInOrder(got, express);
+}
+
+// Small raw messages sent on the express lane among raw frames of every size that fall back to a
+// frame (no free cell, bytes of the ring still unread, too large): none overtakes another.
+TEST_F(ShmTransportTest, SmallRawMessagesKeepTheirOrderAmongFrames) {
+  std::vector<std::size_t> sizes = {0, 8, kSmallRawPayload, kSmallRawPayload + 1, 100, 3000, 70000};
+  std::vector<std::vector<std::size_t>> sent(1);
+  std::uint32_t went_express = 0;
+  SendFrames(0, 3000, sizes, &sent[0], Offer::kExpress, &went_express);
+  std::vector<InboundMessage> got = ranks_[1].host.Take(3000);
+  ASSERT_EQ(got.size(), 3000u) << ranks_[1].host.lost();
+  ExpectInOrder(got, sent);
+  EXPECT_GT(went_express, 0u);
+}
+
+// Threads on the express lane beside a thread that queues frames: each thread's order holds.
+TEST_F(ShmTransportTest, ConcurrentExpressSendersEachKeepTheirOrder) {
+  SendFromThreadsAndExpectOrder(
+      3, 4000, {0, 8, kSmallRawPayload, 200, 5000},
+      [](std::uint32_t thread) { return thread != 2 ? Offer::kExpress : Offer::kSend; });
 }
 
 }  // namespace
