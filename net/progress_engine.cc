@@ -332,6 +332,10 @@ void ProgressEngine::EndDriving(bool satisfied, bool small) {
     wake |= lazy_until_ns_ == 0 && wakes_by_ns_.load(std::memory_order_relaxed) != 0;
   }
   if (wake) {
+    // Once until it sleeps again: it looks at the pollers before that (PrepareSleepLocked), so
+    // the drivers that leave meanwhile need not write. A write per receive while the progress
+    // thread waited for a core sometimes kept a ping-pong several times slower for a whole run.
+    wakes_by_ns_.store(0, std::memory_order_relaxed);
     std::uint64_t one = 1;
     [[maybe_unused]] ssize_t n = ::write(wake_fd_.get(), &one, sizeof one);
   }

@@ -212,8 +212,9 @@ class ProgressEngine : public CompletionDriver {
   std::uint64_t window_receives_ = 0;
   static constexpr std::int64_t kMaxLazyWindowNs = 1'000'000;
   // When the progress thread's sleep ends at the latest (monotonic ns; INT64_MAX: only on an
-  // event); 0 while it is awake and will look at the lazy pollers before sleeping again. A driver
-  // that leaves lazy pollers disarmed wakes it only when it sleeps with no window.
+  // event); 0 while it is awake, or woken already, and will look at the lazy pollers before
+  // sleeping again. A driver that leaves lazy pollers disarmed wakes it only when it sleeps with
+  // no window, and sets this to 0 when it does.
   std::atomic<std::int64_t> wakes_by_ns_{0};
 
   std::mutex pollers_mutex_;
