@@ -97,7 +97,7 @@ class Completion {
     }
     std::lock_guard lock(mutex_);
     done_.store(true, std::memory_order_release);
-    ready_.notify_all();
+    if (sleeper_) sleeper_->notify_all();
     if (parked_ != nullptr) parking_.load(std::memory_order_acquire)->Wake(parked_);
   }
   enum class Outcome { kDone, kTimedOut, kInterrupted };
@@ -128,8 +128,8 @@ class Completion {
     if (std::optional<Outcome> parked = ParkedWait(deadline, interruptible)) return *parked;
     DriveBriefly();
     std::unique_lock lock(mutex_);
-    return ready_.wait_until(lock, deadline, [this] { return done(); }) ? Outcome::kDone
-                                                                        : Outcome::kTimedOut;
+    return Sleeper().wait_until(lock, deadline, [this] { return done(); }) ? Outcome::kDone
+                                                                           : Outcome::kTimedOut;
   }
   bool done() const { return done_.load(std::memory_order_acquire); }
   // The waiter is likely to wait again within microseconds once this is done (a message receive
@@ -165,7 +165,7 @@ class Completion {
     if (DoneAndReleased()) return;
     wait_board::Waiting waiting(reason);
     std::unique_lock lock(mutex_);
-    ready_.wait(lock, [this] { return done(); });
+    Sleeper().wait(lock, [this] { return done(); });
   }
 
   // A user-level thread lets the others of its worker run rather than poll the network: it parks
@@ -196,6 +196,12 @@ class Completion {
         parking->Park();
       }
     }
+  }
+
+  // The condition variable a sleeping waiter waits on; callers hold mutex_.
+  std::condition_variable& Sleeper() {
+    if (!sleeper_) sleeper_.emplace();
+    return *sleeper_;
   }
 
   // An OS thread first polls the network itself for a short while (an answer usually comes
@@ -230,7 +236,10 @@ class Completion {
   bool waits_in_bursts_ = false;
   std::size_t bytes_moved_ = 0;  // written before done_ is set, read only once it is
   std::mutex mutex_;
-  std::condition_variable ready_;
+  // Made by the first waiter that sleeps, under mutex_: most waits end while their thread polls,
+  // and destroying a condition variable that was never waited on still cost a locked instruction
+  // on every small message's receive.
+  std::optional<std::condition_variable> sleeper_;
   std::atomic<bool> done_{false};
 };
 
