@@ -169,8 +169,12 @@ void AddDescriber(std::function<void(std::vector<std::string>& lines)> describe)
   board.describers.push_back(std::move(describe));
 }
 
+// Stored only when the coarse clock has moved on (every few milliseconds): a store on every frame
+// cost a small message's receiver up to a fifth of its half round trip, waiting for the line.
 void NoteTraffic() {
-  TheBoard().last_traffic_ns.store(CoarseMonotonicNs(), std::memory_order_relaxed);
+  std::atomic<std::int64_t>& last = TheBoard().last_traffic_ns;
+  std::int64_t now = CoarseMonotonicNs();
+  if (last.load(std::memory_order_relaxed) != now) last.store(now, std::memory_order_relaxed);
 }
 
 Snapshot Take() {
