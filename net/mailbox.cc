@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "base/log.h"
+#include "base/small_copy.h"
 
 namespace lmdx::net {
 
@@ -57,7 +58,7 @@ Mailbox::Result Mailbox::Receive(int source, int tag, void* buffer, std::size_t 
       if (!Matches(source, tag, from, it->tag)) continue;
       std::size_t length = static_cast<std::size_t>(it->message.header.payload_length);
       if (length > capacity) return Truncated(from, it->tag, length, capacity);
-      if (length > 0) std::memcpy(buffer, it->message.payload, length);
+      CopySmall(buffer, it->message.payload, length);
       Result result{LMDX_OK, from, it->tag, length, {}};
       unexpected_.erase(it);
       return result;
@@ -115,8 +116,12 @@ void Mailbox::DeliverInOrder(InboundMessage& message, int tag) {
       KeepPayload(message);
       unexpected_.push_back(Queued{std::move(message), tag});
     } else {
-      if (length > 0) std::memcpy(posted->buffer, message.payload, length);
-      posted->result = Result{LMDX_OK, source, tag, length, {}};
+      CopySmall(posted->buffer, message.payload, length);
+      // Field by field: a whole Result built and moved in cost a string's move on every receive.
+      posted->result.code = LMDX_OK;
+      posted->result.source = source;
+      posted->result.tag = tag;
+      posted->result.length = length;
     }
     Complete(posted);
     return;

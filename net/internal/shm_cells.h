@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "base/small_copy.h"
+
 namespace lmdx::net::internal {
 
 // A small frame in a cell of two cache lines: the stamp that says it is written, then the frame's
@@ -131,7 +133,7 @@ struct SmallRawCell {
     std::memcpy(cell + 4, &length, 4);
     std::memcpy(cell + 8, &tag, 4);
     std::memcpy(cell + 12, &sequence, 8);
-    if (length > 0) std::memcpy(cell + kHeaderSize, payload, length);
+    CopySmall(cell + kHeaderSize, payload, length);
   }
   // A cell IsOne says holds one; its length is the writer's word, for the caller to check.
   static SmallRawCell Read(const std::uint8_t* cell) {
