@@ -1,5 +1,7 @@
 #include "net/message.h"
 
+#include "base/little_endian.h"
+
 namespace lmdx::net {
 
 std::string RawBody::Encode() const {
@@ -14,18 +16,12 @@ std::optional<RawBody> RawBody::Decode(const std::string& body) {
 }
 
 void RawBody::Write(std::uint8_t out[kSize]) const {
-  auto tag_bits = static_cast<std::uint32_t>(tag);
-  for (std::size_t i = 0; i < 4; ++i) out[i] = static_cast<std::uint8_t>(tag_bits >> (8 * i));
-  for (std::size_t i = 0; i < 8; ++i) out[4 + i] = static_cast<std::uint8_t>(sequence >> (8 * i));
+  StoreLittleEndian<std::int32_t>(out, tag);
+  StoreLittleEndian<std::uint64_t>(out + 4, sequence);
 }
 
 RawBody RawBody::Read(const std::uint8_t in[kSize]) {
-  std::uint32_t tag_bits = 0;
-  for (std::size_t i = 0; i < 4; ++i) tag_bits |= std::uint32_t{in[i]} << (8 * i);
-  RawBody raw;
-  raw.tag = static_cast<std::int32_t>(tag_bits);
-  for (std::size_t i = 0; i < 8; ++i) raw.sequence |= std::uint64_t{in[4 + i]} << (8 * i);
-  return raw;
+  return RawBody{LoadLittleEndian<std::int32_t>(in), LoadLittleEndian<std::uint64_t>(in + 4)};
 }
 
 InboundMessage AsRawFrame(const SmallRaw& raw) {

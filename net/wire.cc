@@ -4,62 +4,47 @@
 #include <atomic>
 #include <cstring>
 
+#include "base/little_endian.h"
+
 namespace lmdx::net {
-namespace {
-
-template <typename T>
-void Put(std::uint8_t* out, T value) {
-  for (std::size_t i = 0; i < sizeof(T); ++i) {
-    out[i] = static_cast<std::uint8_t>(static_cast<std::uint64_t>(value) >> (8 * i));
-  }
-}
-
-template <typename T>
-T Get(const std::uint8_t* in) {
-  std::uint64_t value = 0;
-  for (std::size_t i = 0; i < sizeof(T); ++i) value |= std::uint64_t{in[i]} << (8 * i);
-  return static_cast<T>(value);
-}
-
-}  // namespace
 
 void EncodeFrameHeader(const FrameHeader& header, std::uint8_t out[kFrameHeaderSize]) {
-  Put<std::uint32_t>(out + 0, kWireMagic);
-  Put<std::uint16_t>(out + 4, header.version);
-  Put<std::uint16_t>(out + 6, static_cast<std::uint16_t>(header.type));
-  Put<std::uint32_t>(out + 8, header.flags);
-  Put<std::uint32_t>(out + 12, static_cast<std::uint32_t>(header.source));
-  Put<std::uint32_t>(out + 16, static_cast<std::uint32_t>(header.destination));
-  Put<std::uint32_t>(out + 20, header.body_length);
-  Put<std::uint64_t>(out + 24, header.payload_length);
-  Put<std::uint64_t>(out + 32, header.request_id);
+  StoreLittleEndian<std::uint32_t>(out + 0, kWireMagic);
+  StoreLittleEndian<std::uint16_t>(out + 4, header.version);
+  StoreLittleEndian<std::uint16_t>(out + 6, static_cast<std::uint16_t>(header.type));
+  StoreLittleEndian<std::uint32_t>(out + 8, header.flags);
+  StoreLittleEndian<std::uint32_t>(out + 12, static_cast<std::uint32_t>(header.source));
+  StoreLittleEndian<std::uint32_t>(out + 16, static_cast<std::uint32_t>(header.destination));
+  StoreLittleEndian<std::uint32_t>(out + 20, header.body_length);
+  StoreLittleEndian<std::uint64_t>(out + 24, header.payload_length);
+  StoreLittleEndian<std::uint64_t>(out + 32, header.request_id);
 }
 
 std::optional<FrameHeader> DecodeFrameHeader(const std::uint8_t in[kFrameHeaderSize],
                                              std::string* error) {
-  if (Get<std::uint32_t>(in) != kWireMagic) {
+  if (LoadLittleEndian<std::uint32_t>(in) != kWireMagic) {
     *error = "not an LMDX frame (bad magic)";
     return std::nullopt;
   }
   FrameHeader header;
-  header.version = Get<std::uint16_t>(in + 4);
+  header.version = LoadLittleEndian<std::uint16_t>(in + 4);
   if (header.version != kWireVersion) {
     *error = "the peer speaks LMDX wire version " + std::to_string(header.version) +
              ", this node speaks version " + std::to_string(kWireVersion);
     return std::nullopt;
   }
-  std::uint16_t type = Get<std::uint16_t>(in + 6);
+  std::uint16_t type = LoadLittleEndian<std::uint16_t>(in + 6);
   if (type == 0 || type >= static_cast<std::uint16_t>(MessageType::kLimit)) {
     *error = "unknown message type " + std::to_string(type);
     return std::nullopt;
   }
   header.type = static_cast<MessageType>(type);
-  header.flags = Get<std::uint32_t>(in + 8);
-  header.source = static_cast<std::int32_t>(Get<std::uint32_t>(in + 12));
-  header.destination = static_cast<std::int32_t>(Get<std::uint32_t>(in + 16));
-  header.body_length = Get<std::uint32_t>(in + 20);
-  header.payload_length = Get<std::uint64_t>(in + 24);
-  header.request_id = Get<std::uint64_t>(in + 32);
+  header.flags = LoadLittleEndian<std::uint32_t>(in + 8);
+  header.source = static_cast<std::int32_t>(LoadLittleEndian<std::uint32_t>(in + 12));
+  header.destination = static_cast<std::int32_t>(LoadLittleEndian<std::uint32_t>(in + 16));
+  header.body_length = LoadLittleEndian<std::uint32_t>(in + 20);
+  header.payload_length = LoadLittleEndian<std::uint64_t>(in + 24);
+  header.request_id = LoadLittleEndian<std::uint64_t>(in + 32);
   if (header.body_length > kMaxBodyLength) {
     *error = "control body of " + std::to_string(header.body_length) +
              " bytes exceeds the limit of " + std::to_string(kMaxBodyLength);
