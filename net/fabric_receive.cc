@@ -41,7 +41,7 @@ ucs_status_t FabricTransport::Arrived(const void* header_bytes, std::size_t head
     Refuse("its header has " + std::to_string(header_length) + " bytes");
     return UCS_OK;
   }
-  std::optional<AmHeader> am = internal::DecodeAmHeader(bytes);
+  std::optional<AmHeader> am = internal::DecodeAmHeader(bytes, header_length);
   if (!am) {
     Refuse("its header has unknown flags");
     return UCS_OK;
@@ -57,6 +57,7 @@ ucs_status_t FabricTransport::Arrived(const void* header_bytes, std::size_t head
     return UCS_OK;
   }
   if (closing_ || peer.lost) return UCS_OK;
+  am = am->WithFullSequence(peer.next_receive);
   if (am->sequence < peer.next_receive || peer.arrived.contains(am->sequence)) {
     Refuse("it repeats message " + std::to_string(am->sequence) + " from " + RankText(peer.rank));
     return UCS_OK;
@@ -75,14 +76,8 @@ ucs_status_t FabricTransport::Arrived(const void* header_bytes, std::size_t head
   std::optional<FrameHeader> frame;
   std::size_t body_offset = kAmHeaderSize;  // where the body starts in the header
   if ((am->flags & AmHeader::kSmallRaw) != 0) {
-    // The raw frame it stands for: its body follows the prefix, its payload is the data.
-    body_offset = kAmPrefixSize;
-    if (header_length != kAmPrefixSize + RawBody::kSize ||
-        (am->flags & AmHeader::kBodyInData) != 0) {
-      LoseLocked(peer, "a small message whose header has " + std::to_string(header_length) +
-                           " bytes instead of " + std::to_string(kAmPrefixSize + RawBody::kSize));
-      return UCS_OK;
-    }
+    // The raw frame it stands for: its body ends the header, its payload is the data.
+    body_offset = internal::kSmallRawBodyOffset;
     frame.emplace();
     frame->type = MessageType::kRaw;
     frame->source = peer.rank;

@@ -302,11 +302,12 @@ bool FabricTransport::SendNow(int dest, OutgoingMessage& message) {
                         message.payload.data, message.payload.size);
 }
 
-// The express lane: the pair's prefix and the raw body, no frame header (AmHeader::kSmallRaw).
+// The express lane: a header of its own, the raw body after a short prefix
+// (internal/ucx_am_header.h).
 bool FabricTransport::SendRawNow(const SmallRaw& raw) {
   if (raw.length > kSendNowPayloadLimit) return false;
-  std::array<std::uint8_t, kAmPrefixSize + RawBody::kSize> header;
-  RawBody{raw.tag, raw.sequence}.Write(header.data() + kAmPrefixSize);
+  std::array<std::uint8_t, internal::kSmallRawHeaderSize> header;
+  RawBody{raw.tag, raw.sequence}.Write(header.data() + internal::kSmallRawBodyOffset);
   return SendWithinCall(raw.destination, AmHeader::kSmallRaw, header.data(), header.size(),
                         raw.payload, raw.length);
 }
@@ -323,7 +324,11 @@ bool FabricTransport::SendWithinCall(int dest, std::uint32_t flags, std::uint8_t
   if (endpoint == nullptr) return false;  // Send reports the loss
   am.token = peer.send_token;
   am.sequence = peer.next_send;
-  EncodeAmHeader(am, header);
+  if ((flags & AmHeader::kSmallRaw) != 0) {
+    internal::EncodeSmallRawPrefix(am.token, am.sequence, am.source, header);
+  } else {
+    EncodeAmHeader(am, header);
+  }
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
   param.datatype = ucp_dt_make_contig(1);

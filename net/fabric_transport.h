@@ -64,8 +64,8 @@ class FabricTransport : public Transport, private ProgressEngine::Poller {
   void Send(int dest, OutgoingMessage message, bool may_block) override;
   // Small frames only, when UCX can send them within the call (see the definition).
   bool SendNow(int dest, OutgoingMessage& message) override;
-  // Small raw messages within the call as SendNow's frames, with the raw body alone behind the
-  // pair's prefix (AmHeader::kSmallRaw).
+  // Small raw messages within the call as SendNow's frames, with a short header of their own
+  // (internal/ucx_am_header.h).
   bool SendRawNow(const SmallRaw& raw) override;
   void Close() override;
 
@@ -104,8 +104,9 @@ class FabricTransport : public Transport, private ProgressEngine::Poller {
   // Records the peer lost (once) for Deliver to report; caller holds ucx_mutex_.
   void LoseLocked(Peer& peer, const std::string& why);
   ucp_ep_h EndpointLocked(Peer& peer);
-  // SendNow's and SendRawNow's send: header (its prefix filled in here, with flags) and data
-  // within this call, or nothing sent and false.
+  // SendNow's and SendRawNow's send: header (its prefix filled in here: a frame's, with flags, or
+  // with AmHeader::kSmallRaw a small raw message's) and data within this call, or nothing sent
+  // and false.
   bool SendWithinCall(int dest, std::uint32_t flags, std::uint8_t* header, std::size_t header_size,
                       const void* data, std::size_t length);
   // The endpoint, or nullptr when the transport closes or the peer is lost.
