@@ -181,6 +181,8 @@ Handshake::Mac Handshake::Proof(const char* label, const Nonce& first, const Non
   return mac;
 }
 
+void ReleaseThreadCryptoState() { OPENSSL_thread_stop(); }
+
 std::uint64_t PairToken(const JobSecret& secret, std::string_view network, std::int32_t from,
                         std::int32_t to) {
   std::string text = "LMDX-pair-";

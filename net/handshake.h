@@ -81,6 +81,12 @@ class Handshake {
 std::uint64_t PairToken(const JobSecret& secret, std::string_view network, std::int32_t from,
                         std::int32_t to);
 
+// Frees what OpenSSL keeps for the calling thread once it has computed a MAC (its error queue),
+// which it would free only when the thread ends. A short-lived thread that ran a handshake calls
+// it before it says it is done: the job may end as soon as it has said so, before the thread's
+// end, and the sanitizers then report the state as leaked.
+void ReleaseThreadCryptoState();
+
 }  // namespace lmdx::net
 
 #endif  // LMDX_NET_HANDSHAKE_H_

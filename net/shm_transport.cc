@@ -349,6 +349,9 @@ void ShmTransport::Dispatch(Fd socket) {
   try {
     std::thread([this, socket = std::move(socket), pid = credentials.pid, done]() mutable {
       Accept(socket, pid);
+      // Close waits for done, and the process may end right after: nothing of this thread's may
+      // be left that only its end would free.
+      ReleaseThreadCryptoState();
       done();
     }).detach();
   } catch (const std::system_error& error) {
