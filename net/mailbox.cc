@@ -144,12 +144,7 @@ void Mailbox::Deliver(InboundMessage&& message) {
 
 void Mailbox::DeliverSmall(const SmallRaw& raw) {
   if (raw.source < 0) return;
-  InboundMessage message;
-  message.header.type = MessageType::kRaw;
-  message.header.source = raw.source;
-  message.header.payload_length = raw.length;
-  message.payload = const_cast<std::uint8_t*>(raw.payload);
-  message.payload_borrowed = raw.length > 0;
+  InboundMessage message = BorrowedRawFrame(raw);
   DeliverNumbered(message, raw.tag, raw.sequence);
 }
 

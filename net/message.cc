@@ -25,15 +25,9 @@ RawBody RawBody::Read(const std::uint8_t in[kSize]) {
 }
 
 InboundMessage AsRawFrame(const SmallRaw& raw) {
-  InboundMessage message;
-  message.header.type = MessageType::kRaw;
-  message.header.source = raw.source;
-  message.header.destination = raw.destination;
+  InboundMessage message = BorrowedRawFrame(raw);
   message.header.body_length = RawBody::kSize;
-  message.header.payload_length = raw.length;
   message.body = RawBody{raw.tag, raw.sequence}.Encode();
-  message.payload = const_cast<std::uint8_t*>(raw.payload);
-  message.payload_borrowed = raw.length > 0;
   return message;
 }
 

@@ -87,6 +87,18 @@ struct SmallRaw {
 // The raw frame a small raw message stands for, its payload still borrowed: for hosts and paths
 // that take frames only.
 InboundMessage AsRawFrame(const SmallRaw& raw);
+// The same without the body: for a receiver that has the tag and number already (the mailbox, on
+// every small message's way, hence inline).
+inline InboundMessage BorrowedRawFrame(const SmallRaw& raw) {
+  InboundMessage message;
+  message.header.type = MessageType::kRaw;
+  message.header.source = raw.source;
+  message.header.destination = raw.destination;
+  message.header.payload_length = raw.length;
+  message.payload = const_cast<std::uint8_t*>(raw.payload);
+  message.payload_borrowed = raw.length > 0;
+  return message;
+}
 
 // Gives a message whose payload is borrowed a buffer of its own. Throws std::bad_alloc.
 inline void KeepPayload(InboundMessage& message) {

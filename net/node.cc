@@ -60,16 +60,11 @@ class CountingHost : public TransportHost {
   bool MayPlaceLater(const FrameHeader& header) override { return node_.MayPlaceLater(header); }
   void WakeOnNextReceive() override { node_.WakeOnNextReceive(); }
   void OnMessage(InboundMessage&& message) override {
-    int source = message.header.source;
-    if (source >= 0 && source < static_cast<int>(received_.size())) {
-      AddAsDispatcher(received_[static_cast<std::size_t>(source)], 1);
-    }
+    CountFrom(message.header.source);
     node_.OnMessage(std::move(message));
   }
   void OnRawMessage(const SmallRaw& raw) override {
-    if (raw.source >= 0 && raw.source < static_cast<int>(received_.size())) {
-      AddAsDispatcher(received_[static_cast<std::size_t>(raw.source)], 1);
-    }
+    CountFrom(raw.source);
     node_.OnRawMessage(raw);
   }
   void OnPeerLost(int rank, const std::string& why) override { node_.OnPeerLost(rank, why); }
@@ -80,6 +75,12 @@ class CountingHost : public TransportHost {
   }
 
  private:
+  void CountFrom(int source) {
+    if (source >= 0 && source < static_cast<int>(received_.size())) {
+      AddAsDispatcher(received_[static_cast<std::size_t>(source)], 1);
+    }
+  }
+
   TransportHost& node_;
   std::vector<std::atomic<std::uint64_t>> received_;
 };
@@ -710,20 +711,20 @@ std::uint8_t* Node::PlacePayload(const FrameHeader& header, const std::string& b
   return placer ? placer(header, body) : nullptr;
 }
 
-void Node::OnRawMessage(const SmallRaw& raw) {
-  wait_board::NoteTraffic();
-  TypeCounters& counters = type_counters_[static_cast<std::size_t>(MessageType::kRaw)];
+void Node::CountReceived(MessageType type, std::uint64_t bytes) {
+  if (type != MessageType::kWaitReport) wait_board::NoteTraffic();
+  TypeCounters& counters = type_counters_[static_cast<std::size_t>(type)];
   AddAsDispatcher(counters.received_frames, 1);
-  AddAsDispatcher(counters.received_bytes, RawBody::kSize + raw.length);
+  AddAsDispatcher(counters.received_bytes, bytes);
+}
+
+void Node::OnRawMessage(const SmallRaw& raw) {
+  CountReceived(MessageType::kRaw, RawBody::kSize + raw.length);
   mailbox_.DeliverSmall(raw);
 }
 
 void Node::OnMessage(InboundMessage&& message) {
-  if (message.header.type != MessageType::kWaitReport) wait_board::NoteTraffic();
-  TypeCounters& counters = type_counters_[static_cast<std::size_t>(message.header.type)];
-  AddAsDispatcher(counters.received_frames, 1);
-  AddAsDispatcher(counters.received_bytes,
-                  message.header.body_length + message.header.payload_length);
+  CountReceived(message.header.type, message.header.body_length + message.header.payload_length);
   if (message.header.is_reply()) {
     KeepPayload(message);  // its waiter reads it later (only a malformed raw frame lends one)
     CompleteRequest(std::move(message));

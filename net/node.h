@@ -222,6 +222,9 @@ class Node : public TransportHost {
   bool SendNow(int dest, OutgoingMessage& message, int network);
   void CountSent(const OutgoingMessage& message);
   void CountSent(MessageType type, std::uint64_t bytes);
+  // A frame (or small raw message) arrived: the counters, and the hang watch's traffic (but for
+  // its own frames). On the dispatching thread.
+  void CountReceived(MessageType type, std::uint64_t bytes);
   void SendFrame(int dest, OutgoingMessage message, int network = kPairNetwork,
                  bool may_block = true);
   Transport* HintedRoute(int dest, int network);

@@ -400,7 +400,7 @@ bool ShmConnection::SendRawNow(const SmallRaw& raw) {
   bool signal;
   {
     std::lock_guard lock(mutex_);
-    if (!IdleLocked() || !out_cells_.HasRoom() || !out_.AllTaken()) return false;
+    if (!IdleLocked() || !NextMayTakeACell()) return false;
     SmallRawCell::Write(out_cells_.Next(), raw.tag, raw.sequence, raw.payload,
                         static_cast<std::uint32_t>(raw.length));
     out_cells_.Publish();
@@ -415,12 +415,11 @@ bool ShmConnection::SendRawNow(const SmallRaw& raw) {
 // locks, moves and allocations were a good part of it). False when the ring lacks room for it;
 // *signal is set when the reader sleeps and must be signalled.
 //
-// A frame that fits a cell goes into one when the reader has taken everything written to the ring
-// (checked in that order: the ring's tail is a line of the reader's), which keeps the pair's order
-// (see Poll); otherwise it takes the ring after the others.
+// A frame that fits a cell goes into one when NextMayTakeACell says so; otherwise it takes the
+// ring after the others.
 bool ShmConnection::WriteAlone(const std::uint8_t* header, std::uint64_t total,
                                const OutgoingMessage& message, bool* signal) {
-  if (total <= CellRing::kFrameBytes && out_cells_.HasRoom() && out_.AllTaken()) {
+  if (total <= CellRing::kFrameBytes && NextMayTakeACell()) {
     CopyFrame(header, message, out_cells_);
     out_cells_.Publish();
     *signal = out_.ReaderMustBeSignalled();

@@ -97,6 +97,11 @@ class ShmConnection : public std::enable_shared_from_this<ShmConnection> {
   // lock, with the role free).
   bool WriteAlone(const std::uint8_t* header, std::uint64_t total, const OutgoingMessage& message,
                   bool* signal);
+  // A cell is free and the reader has taken every byte written to the ring (checked in that
+  // order: the ring's tail is a line of the reader's), so the next frame may go into a cell and
+  // keep the pair's order (see Poll). The caller may write (writer role, or the lock with the
+  // role free).
+  bool NextMayTakeACell() { return out_cells_.HasRoom() && out_.AllTaken(); }
   bool WaitForRoom();  // application threads; false once closed
   void OnSpace();
   void OnSocket();
