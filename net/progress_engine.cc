@@ -23,13 +23,14 @@ ProgressEngine::ProgressEngine()
       wake_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
   if (!epoll_fd_ || !outer_fd_) ThrowSystemError("epoll_create1", errno, LMDX_ERR_INTERNAL);
   if (!wake_fd_) ThrowSystemError("eventfd", errno, LMDX_ERR_INTERNAL);
-  for (auto [set, fd] :
-       {std::pair{epoll_fd_.get(), wake_fd_.get()}, std::pair{outer_fd_.get(), wake_fd_.get()},
-        std::pair{outer_fd_.get(), epoll_fd_.get()}}) {
+  // The wake descriptor is the progress thread's alone: were it in the event set, a driver that
+  // polls the set could drain a wake-up meant for the progress thread before it ran, and it would
+  // sleep on (with a driver's lazy pollers left disarmed and no window to arm them).
+  for (int fd : {wake_fd_.get(), epoll_fd_.get()}) {
     epoll_event event{};
     event.events = EPOLLIN;
     event.data.fd = fd;
-    if (::epoll_ctl(set, EPOLL_CTL_ADD, fd, &event) != 0) {
+    if (::epoll_ctl(outer_fd_.get(), EPOLL_CTL_ADD, fd, &event) != 0) {
       ThrowSystemError("epoll_ctl", errno, LMDX_ERR_INTERNAL);
     }
   }
@@ -165,11 +166,6 @@ bool ProgressEngine::DispatchLocked(const epoll_event* events, int count) {
   in_dispatch = true;
   for (int i = 0; i < count && !stopping_.load(std::memory_order_acquire); ++i) {
     int fd = events[i].data.fd;
-    if (fd == wake_fd_.get()) {
-      std::uint64_t value;
-      [[maybe_unused]] ssize_t n = ::read(wake_fd_.get(), &value, sizeof value);
-      continue;
-    }
     std::shared_ptr<Registration> registration;
     {
       std::lock_guard lock(mutex_);
@@ -187,203 +183,12 @@ bool ProgressEngine::DispatchLocked(const epoll_event* events, int count) {
   return found;
 }
 
-void ProgressEngine::AddPoller(Poller* poller) {
-  std::lock_guard lock(pollers_mutex_);
-  pollers_.push_back(poller);
-  have_pollers_.store(true, std::memory_order_release);
-  PollersOf(poller->ArmsLazily()).fetch_add(1, std::memory_order_release);
-}
-
-void ProgressEngine::RemovePoller(Poller* poller) {
-  std::lock_guard lock(pollers_mutex_);
-  if (std::erase(pollers_, poller) == 0) return;
-  have_pollers_.store(!pollers_.empty(), std::memory_order_release);
-  PollersOf(poller->ArmsLazily()).fetch_sub(1, std::memory_order_release);
-}
-
-void ProgressEngine::PollerLazinessChanged() {
-  std::lock_guard drivers_lock(drivers_mutex_);
-  {
-    std::lock_guard lock(pollers_mutex_);
-    for (std::atomic<int>& count : pollers_of_) count.store(0, std::memory_order_relaxed);
-    for (Poller* poller : pollers_) {
-      PollersOf(poller->ArmsLazily()).fetch_add(1, std::memory_order_release);
-    }
-  }
-  // While a thread drives, the last to leave arms what is not known to be armed.
-  lazy_armed_ = false;
-  small_lazy_armed_ = false;
-  if (drivers_ != 0) return;
-  if (ArmEveryPollerLocked()) {
-    std::uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = ::write(wake_fd_.get(), &one, sizeof one);
-  }
-}
-
-bool ProgressEngine::HavePollers(Laziness laziness) {
-  return PollersOf(laziness).load(std::memory_order_acquire) > 0;
-}
-
-bool ProgressEngine::ArmEveryPollerLocked() {
-  bool waiting = ArmPollers(Laziness::kEager);
-  waiting |= ArmPollers(Laziness::kAfterReceives);
-  waiting |= ArmPollers(Laziness::kAfterSmallReceives);
-  lazy_armed_ = true;
-  small_lazy_armed_ = true;
-  return waiting;
-}
-
 bool ProgressEngine::PollAll() {
   if (!have_pollers_.load(std::memory_order_acquire)) return false;
   bool found = false;
   std::lock_guard lock(pollers_mutex_);
   for (Poller* poller : pollers_) found |= poller->Poll();
   return found;
-}
-
-bool ProgressEngine::ArmPollers(Laziness laziness) {
-  if (!HavePollers(laziness)) return false;
-  bool waiting = false;
-  std::lock_guard lock(pollers_mutex_);
-  for (Poller* poller : pollers_) {
-    if (poller->ArmsLazily() == laziness) waiting |= poller->Arm();
-  }
-  return waiting;
-}
-
-bool ProgressEngine::DisarmPollers(Laziness laziness) {
-  if (!HavePollers(laziness)) return false;
-  bool any = false;
-  std::lock_guard lock(pollers_mutex_);
-  for (Poller* poller : pollers_) {
-    if (poller->ArmsLazily() != laziness) continue;
-    poller->Disarm();
-    any = true;
-  }
-  return any;
-}
-
-// The event set stays registered in the outer set; taking it from the progress thread only
-// clears its interest (EPOLL_CTL_MOD), which costs 0.5 us a wait on this machine where removing
-// and adding it again cost 1.2 us, a fifth of a TCP ping-pong's half round trip.
-void ProgressEngine::WatchEventSetLocked(bool watch) {
-  if (event_set_watched_ == watch) return;
-  event_set_watched_ = watch;
-  epoll_event event{};
-  event.events = watch ? std::uint32_t{EPOLLIN} : 0;
-  event.data.fd = epoll_fd_.get();
-  ::epoll_ctl(outer_fd_.get(), EPOLL_CTL_MOD, epoll_fd_.get(), &event);
-}
-
-// Pollers are disarmed while a thread drives (it polls them) and armed again when the last one
-// leaves, so that a writer signals only when nobody would otherwise look.
-void ProgressEngine::BeginDriving() {
-  std::lock_guard lock(drivers_mutex_);
-  if (drivers_++ != 0) return;
-  someone_drives_.store(true, std::memory_order_release);
-  event_set_taken_ = !pollers_only_.load(std::memory_order_relaxed);
-  StartPollingLocked(event_set_taken_);
-}
-
-// Lazy pollers left disarmed, and an event set left with the drivers, by the last driver of a
-// conversation cost nothing to take again.
-void ProgressEngine::StartPollingLocked(bool take_event_set) {
-  // Taken, or given back when this poller will not look at it (the progress thread lingers, or
-  // the drivers came to poll only pollers): nobody would hear it otherwise.
-  WatchEventSetLocked(!take_event_set);
-  DisarmPollers(Laziness::kEager);
-  if (lazy_armed_) lazy_armed_ = !DisarmPollers(Laziness::kAfterReceives);
-  if (small_lazy_armed_) small_lazy_armed_ = !DisarmPollers(Laziness::kAfterSmallReceives);
-}
-
-// A driver that received a message leaves the lazy pollers disarmed for a while: in a
-// conversation it is back polling within microseconds, and arming a UCX worker between two
-// messages cost more than the messages. After a small message it leaves the event set with the
-// drivers too (two epoll_ctl a wait, a tenth of a udp or tcp half round trip); after a large one
-// it gives the set back, since the progress thread's wake-up at each window's end took a core
-// from a thread that copied a large message (tcp lost a tenth of its 1 MiB rate). The progress
-// thread arms and watches them when a whole window passes with nobody receiving
-// (PrepareSleepLocked). It is woken for that only when it sleeps with no window; each window
-// that a conversation outlasts doubles the next, up to kMaxLazyWindowNs, since its wake-up at the
-// end of each takes a core from a polling thread. A driver whose budget ran out, or that waited
-// for a request's answer, arms everything: it goes to sleep or computes, and something must hear
-// the next frame at once.
-void ProgressEngine::EndDriving(bool satisfied, bool small) {
-  std::lock_guard lock(drivers_mutex_);
-  if (--drivers_ != 0) return;
-  someone_drives_.store(false, std::memory_order_release);
-  bool stay_lazy = satisfied && LazyGraceNs() > 0;
-  if (!(stay_lazy && small && event_set_taken_)) WatchEventSetLocked(true);
-  // Something arrived after the last poll: the progress thread takes it.
-  bool wake = ArmPollers(Laziness::kEager);
-  if (!lazy_armed_ && !stay_lazy) {
-    wake |= ArmPollers(Laziness::kAfterReceives);
-    lazy_armed_ = true;
-  }
-  if (!small_lazy_armed_ && !(stay_lazy && small)) {
-    wake |= ArmPollers(Laziness::kAfterSmallReceives);
-    small_lazy_armed_ = true;
-  }
-  if (!AllHeardLocked()) {
-    // Counted, not timed: a clock read here was a tenth of a shared-memory message's half round
-    // trip. The progress thread looks when its window ends; one that sleeps with no window (only
-    // an event or a timer would wake it) must wake to start one.
-    ++lazy_receives_;
-    wake |= lazy_until_ns_ == 0 && wakes_by_ns_.load(std::memory_order_relaxed) != 0;
-  }
-  if (wake) {
-    // Once until it sleeps again: it looks at the pollers before that (PrepareSleepLocked), so
-    // the drivers that leave meanwhile need not write. A write per receive while the progress
-    // thread waited for a core sometimes kept a ping-pong several times slower for a whole run.
-    wakes_by_ns_.store(0, std::memory_order_relaxed);
-    std::uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = ::write(wake_fd_.get(), &one, sizeof one);
-  }
-}
-
-std::int64_t ProgressEngine::PrepareSleepLocked(std::int64_t timeout_ns) {
-  auto shorten_to = [&timeout_ns](std::int64_t ns) {
-    timeout_ns = timeout_ns < 0 ? ns : std::min(timeout_ns, ns);
-  };
-  std::int64_t now = MonotonicNs();
-  // The lazy pollers stay disarmed while a conversation goes on: in windows, each of which ends
-  // with a look at whether a driver left them lazy within it (or drives still). So they stay
-  // disarmed one to two windows after the last receive.
-  bool lazy = !AllHeardLocked() && LazyGraceNs() > 0;
-  auto start_window = [&] {
-    window_receives_ = lazy_receives_;
-    lazy_until_ns_ = now + std::max(lazy_window_ns_, LazyGraceNs());
-  };
-  if (!lazy) {
-    lazy_until_ns_ = 0;
-  } else if (lazy_until_ns_ == 0) {
-    // The first look since a driver left them lazy. Pollers disarmed by this thread's own linger
-    // (no receive counted) are no conversation: they are armed at once, as a request to a node
-    // that served one must be heard.
-    if (lazy_receives_ != window_receives_ || drivers_ != 0) start_window();
-  } else if (now >= lazy_until_ns_) {
-    if (lazy_receives_ != window_receives_ || drivers_ != 0) {
-      // A window passed and the conversation still goes on: the next is longer, since this
-      // thread's wake-up at the end of each takes a core from a polling thread.
-      lazy_window_ns_ = std::min(2 * std::max(lazy_window_ns_, LazyGraceNs()), kMaxLazyWindowNs);
-      start_window();
-    } else {
-      lazy_until_ns_ = 0;  // a whole window without a receive: the conversation is over
-    }
-  }
-  bool conversing = lazy_until_ns_ != 0;
-  if (conversing) {
-    // Nobody drives: writers to this node's rings must signal before this thread sleeps. The
-    // drivers, when there are some, poll; the last to leave arms what must be.
-    if (drivers_ == 0 && ArmPollers(Laziness::kEager)) timeout_ns = 0;
-    shorten_to(lazy_until_ns_ - now);
-  } else if (drivers_ == 0) {
-    if (ArmEveryPollerLocked()) timeout_ns = 0;
-    WatchEventSetLocked(true);  // what came meanwhile wakes this thread at once
-    lazy_window_ns_ = LazyGraceNs();
-  }
-  wakes_by_ns_.store(timeout_ns < 0 ? INT64_MAX : now + timeout_ns, std::memory_order_relaxed);
-  return timeout_ns;
 }
 
 void ProgressEngine::DriveBriefly(Completion& completion) {
@@ -453,7 +258,12 @@ void ProgressEngine::DriveBriefly(Completion& completion) {
     in_dispatch = false;
     int count = ::epoll_wait(epoll_fd_.get(), events, kMaxEvents, 0);
     if (count > 0) {
-      DispatchLocked(events, count);
+      DispatchLocked(events, count);  // runs posted tasks too
+      found = true;
+    } else if (has_posted_.load(std::memory_order_acquire)) {
+      in_dispatch = true;
+      RunPosted();
+      in_dispatch = false;
       found = true;
     }
     found_since_check |= found;
@@ -491,12 +301,16 @@ void ProgressEngine::Run() {
       LogLine(SystemErrorText("progress engine: epoll_wait", errno));
       return;
     }
+    for (int i = 0; i < ready; ++i) {
+      if (outer[i].data.fd != wake_fd_.get()) continue;
+      std::uint64_t value;
+      [[maybe_unused]] ssize_t n = ::read(wake_fd_.get(), &value, sizeof value);
+    }
     // Woken by its own timeout (a lazy window's end) while a thread drives, with no timer due:
     // the driving thread polls every poller, and the dispatch lock it holds for batches of
     // rounds would only be waited for, a futex sleep and two context switches each time (in a
     // 1 MiB conversation over UCX tcp, about one per message). The look at the window is done.
-    if (ready == 0 && !poll_again && someone_drives_.load(std::memory_order_acquire) &&
-        NextTimeoutMs() != 0) {
+    if (ready == 0 && !poll_again && Drivers() != 0 && NextTimeoutMs() != 0) {
       continue;
     }
     {
@@ -520,7 +334,10 @@ void ProgressEngine::LingerAfterActivity() {
   if (budget_ns == 0 || !have_pollers_.load(std::memory_order_acquire)) return;
   {
     std::lock_guard lock(drivers_mutex_);
-    if (drivers_ != 0) return;  // an application thread is polling already
+    if (DriversIn(CloseQuickLaneLocked()) != 0) {
+      OpenQuickLaneIfItFitsLocked();  // nothing changed
+      return;                         // an application thread is polling already
+    }
     StartPollingLocked(/*take_event_set=*/false);
   }
   constexpr int kMaxEvents = 16;
@@ -528,7 +345,7 @@ void ProgressEngine::LingerAfterActivity() {
   std::int64_t last_event = MonotonicNs();
   while (!stopping_.load(std::memory_order_acquire) && MonotonicNs() - last_event < budget_ns) {
     // A waiting application thread polls now: two pollers would only share the cores.
-    if (someone_drives_.load(std::memory_order_acquire)) return;
+    if (Drivers() != 0) return;
     std::unique_lock lock(dispatch_mutex_, std::try_to_lock);
     if (!lock.owns_lock()) continue;
     in_dispatch = true;

@@ -82,7 +82,7 @@ class ProgressEngine : public CompletionDriver {
   // Waiting threads poll only the pollers, with no system call, and leave the event set with the
   // progress thread: right when every peer of the node is reached through a poller, since taking
   // the event set costs two system calls per wait. Otherwise they also take the event set.
-  void SetDrivePollersOnly(bool only) { pollers_only_.store(only, std::memory_order_relaxed); }
+  void SetDrivePollersOnly(bool only);
   // After a wait that moved a large message, the last driver gives the event set back to the
   // progress thread and arms the pollers lazy after small receives, unless told to treat it as a
   // small one here. Giving it back is right over tcp, whose large copies the progress thread's
@@ -129,6 +129,9 @@ class ProgressEngine : public CompletionDriver {
   // Called by a handler that served a request: the asker is likely to send another soon, so the
   // progress thread polls a while before it sleeps.
   void WantLinger() { linger_wanted_.store(true, std::memory_order_release); }
+  // How many drives began and ended on the quick lane (no trip through the drivers' lock; see
+  // drive_word_). A count for tests and benchmarks, which may miss a few when threads race.
+  std::uint64_t quick_drives() const { return quick_drives_.load(std::memory_order_relaxed); }
 
  private:
   struct Registration {
@@ -165,9 +168,9 @@ class ProgressEngine : public CompletionDriver {
   }
   int NextTimeoutMs();
 
-  Fd epoll_fd_;  // every registered descriptor and wake_fd_
+  Fd epoll_fd_;  // every registered descriptor: the event set
   Fd outer_fd_;  // what the progress thread sleeps on: epoll_fd_ (unless drivers have it) and
-                 // wake_fd_
+                 // wake_fd_, which is the progress thread's alone
   Fd wake_fd_;
   std::thread thread_;
   std::thread::id thread_id_;
@@ -186,11 +189,38 @@ class ProgressEngine : public CompletionDriver {
   std::atomic<int> drive_micros_{kDefaultDriveMicros};
   std::atomic<bool> large_transfers_stay_lazy_{false};
   std::mutex drivers_mutex_;
-  int drivers_ = 0;                          // application threads driving now
-  std::atomic<bool> someone_drives_{false};  // drivers_ > 0, read without the lock
-  std::atomic<bool> linger_wanted_{false};   // a request was served since the last sleep
+  // The drivers' state in one word: how many application threads drive now, how many receives
+  // they left lazy pollers disarmed after (the progress thread's windows compare these), and
+  // whether the quick lane is open. It is open while a conversation is in its steady state (see
+  // QuickLaneFitsLocked): a drive that begins then changes nothing, and one that ends after a
+  // small receive in it only counts the receive, so each is one compare-and-swap on this word
+  // instead of two trips through drivers_mutex_, whose four locked instructions were a good part
+  // of a shared-memory message's way. Whoever changes that state under the lock closes the lane
+  // first (CloseQuickLaneLocked), and so sees a count no quick drive can change until it reopens.
+  std::atomic<std::uint64_t> drive_word_{0};
+  static constexpr std::uint64_t kDriversMask = 0xffff;
+  static constexpr std::uint64_t kQuickLane = std::uint64_t{1} << 16;
+  static constexpr std::uint64_t kReceiveUnit = std::uint64_t{1} << 32;
+  static int DriversIn(std::uint64_t word) { return static_cast<int>(word & kDriversMask); }
+  static std::uint64_t ReceivesIn(std::uint64_t word) { return word >> 32; }
+  int Drivers() const { return DriversIn(drive_word_.load(std::memory_order_acquire)); }
+  // One compare-and-swap each; false when the lane is closed or another thread drives.
+  bool TryBeginQuickly();
+  bool TryEndQuickly();
+  // Closes the lane; returns the word as it was. Caller holds drivers_mutex_.
+  std::uint64_t CloseQuickLaneLocked() {
+    return drive_word_.fetch_and(~kQuickLane, std::memory_order_acq_rel);
+  }
+  // Whether a quick drive would leave what a drive through the lock leaves: no eager poller to
+  // disarm and arm, the lazy ones disarmed, the event set where the next driver will want it, and
+  // a window of the progress thread's open (it looks at the count when the window ends, so a
+  // quick end need not wake it). Caller holds drivers_mutex_.
+  bool QuickLaneFitsLocked();
+  void OpenQuickLaneIfItFitsLocked();
+  std::atomic<std::uint64_t> quick_drives_{0};
+  std::atomic<bool> linger_wanted_{false};  // a request was served since the last sleep
   // The drivers took the event set from the progress thread (set by the first, under the mutex;
-  // read by drivers while drivers_ > 0).
+  // read by drivers while they drive).
   bool event_set_taken_ = false;
   // Whether the progress thread's sleep watches the event set, guarded by drivers_mutex_. Like a
   // lazy poller, it stays with the drivers for the lazy window after a small receive.
@@ -204,11 +234,10 @@ class ProgressEngine : public CompletionDriver {
   // Everything a sleeping progress thread must hear is armed or watched; caller holds
   // drivers_mutex_.
   bool AllHeardLocked() const { return lazy_armed_ && small_lazy_armed_ && event_set_watched_; }
-  // The end of the progress thread's current window (0: none), and how many times drivers left
-  // lazy pollers disarmed: ever, and when the window began.
+  // The end of the progress thread's current window (0: none), and how many times drivers had
+  // left lazy pollers disarmed when the window began (ReceivesIn(drive_word_) counts them).
   std::int64_t lazy_until_ns_ = 0;
   std::int64_t lazy_window_ns_ = 0;  // a window's length; grows while receives go on
-  std::uint64_t lazy_receives_ = 0;
   std::uint64_t window_receives_ = 0;
   static constexpr std::int64_t kMaxLazyWindowNs = 1'000'000;
   // When the progress thread's sleep ends at the latest (monotonic ns; INT64_MAX: only on an

@@ -31,11 +31,20 @@ class FramePoller : public ProgressEngine::Poller {
   // taker: the only thread whose poll may take the frame (a waiter testing its own drive), or
   // any thread when empty. bytes: the frame's payload.
   void Arrive(Completion* completion, std::thread::id taker = {}, std::size_t bytes = 8) {
-    std::lock_guard lock(mutex_);
-    waiting_ = completion;
-    taker_ = taker;
-    bytes_ = bytes;
+    {
+      std::lock_guard lock(mutex_);
+      waiting_ = completion;
+      taker_ = taker;
+      bytes_ = bytes;
+    }
+    // As a ring's writer does: an armed reader is signalled.
+    if (signal_fd_ >= 0 && armed_.load()) {
+      std::uint64_t one = 1;
+      [[maybe_unused]] ssize_t n = ::write(signal_fd_, &one, sizeof one);
+    }
   }
+  // A descriptor Arrive writes to when it finds the poller armed (none: it never signals).
+  void SignalWith(int fd) { signal_fd_ = fd; }
   bool armed() const { return armed_.load(); }
   int arms() const { return arms_.load(); }
 
@@ -71,6 +80,7 @@ class FramePoller : public ProgressEngine::Poller {
   Completion* waiting_ = nullptr;
   std::thread::id taker_;
   std::size_t bytes_ = 0;
+  int signal_fd_ = -1;
 };
 
 // True once predicate holds, false when it still does not after a generous while.
@@ -285,6 +295,107 @@ TEST_F(ProgressEngineTest, AConversationDoesNotArmTheLazyPollerBetweenItsMessage
   // Each receive used to arm it on the way out (200 arms). The progress thread may arm it when
   // one of its windows passes with no receive (a descheduled test thread), but not per message.
   EXPECT_LT(lazy_.arms() - arms_before, 150);
+  EXPECT_TRUE(eager_.armed()) << "a ring must signal as soon as nobody polls it";
+}
+
+// A node whose pollers are all lazy after small receives (shared memory alone): once a
+// conversation is in its steady state, its drives begin and end on the quick lane, without the
+// drivers' lock. What the lock would do must still be done: the poller stays disarmed between
+// messages, is armed once the conversation ends, and is armed at once by a drive the lane does
+// not fit (a request's answer, a large receive).
+class QuickLaneTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(signal_);
+    poller_.SignalWith(signal_.get());
+    engine_.Add(signal_.get(), EPOLLIN, [this](std::uint32_t) {
+      std::uint64_t value;
+      [[maybe_unused]] ssize_t n = ::read(signal_.get(), &value, sizeof value);
+    });
+    engine_.AddPoller(&poller_);
+    engine_.Start();
+    engine_.Post([] {});
+    ASSERT_TRUE(Eventually([&] { return poller_.armed(); }));
+  }
+  void TearDown() override {
+    engine_.Stop();
+    engine_.RemovePoller(&poller_);
+    engine_.Remove(signal_.get());
+  }
+  void WaitFor(bool in_bursts, std::size_t bytes = 8) {
+    Completion done;
+    if (in_bursts) done.SetWaitsInBursts();
+    poller_.Arrive(&done, std::this_thread::get_id(), bytes);
+    while (!done.done()) engine_.DriveBriefly(done);
+    done.Wait();
+  }
+  void Converse(int messages) {
+    for (int i = 0; i < messages; ++i) WaitFor(/*in_bursts=*/true);
+  }
+  // Converses until the last few drives took the quick lane (it opens once the progress thread
+  // has looked, which it may do only between two drives); false if it never does.
+  bool ConverseOnTheQuickLane() {
+    std::uint64_t before = engine_.quick_drives();
+    for (int i = 0; i < 100000; ++i) {
+      WaitFor(/*in_bursts=*/true);
+      if (engine_.quick_drives() >= before + 5) return true;
+    }
+    return false;
+  }
+
+  Fd signal_{::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)};
+  ProgressEngine engine_;
+  FramePoller poller_{ProgressEngine::Poller::Laziness::kAfterSmallReceives};
+};
+
+TEST_F(QuickLaneTest, AConversationTakesTheQuickLaneAndItsPollerIsArmedOnceItEnds) {
+  ASSERT_TRUE(ConverseOnTheQuickLane()) << "no drive of a steady conversation took the lane";
+  int arms_before = poller_.arms();
+  std::uint64_t quick_before = engine_.quick_drives();
+  Converse(300);
+  // A slow machine closes the lane now and then, at a window's end; most drives still take it.
+  EXPECT_GE(engine_.quick_drives() - quick_before, 100u);
+  EXPECT_LT(poller_.arms() - arms_before, 200) << "armed after each message";
+  EXPECT_TRUE(Eventually([&] { return poller_.armed(); }))
+      << "the receives counted on the quick lane kept the window open for good";
+  Completion later;
+  poller_.Arrive(&later);  // nobody polls: the progress thread must hear it
+  EXPECT_TRUE(later.WaitFor(std::chrono::seconds(10))) << "a frame went unheard";
+}
+
+TEST_F(QuickLaneTest, ADriveTheLaneDoesNotFitArmsThePollerAtOnce) {
+  engine_.SetDriveBudget(20000);  // long windows: only the drive itself may arm the poller
+  ASSERT_TRUE(ConverseOnTheQuickLane());
+  ASSERT_FALSE(poller_.armed());
+  WaitFor(/*in_bursts=*/false);  // a request's answer: the program computes on
+  EXPECT_TRUE(poller_.armed()) << "a request to this node would go unheard while it computes";
+
+  ASSERT_TRUE(ConverseOnTheQuickLane());
+  ASSERT_FALSE(poller_.armed());
+  WaitFor(/*in_bursts=*/true, Completion::kSmallTransferBytes + 1);
+  EXPECT_TRUE(poller_.armed()) << "left disarmed after a large receive";
+}
+
+// A second thread drives through the conversation: the lane admits one driver at a time, and
+// whichever ends last decides, as through the lock (the waiter whose budget ran out arms the
+// poller at once; the conversation's last receive leaves it to the window).
+TEST_F(QuickLaneTest, OverlappingDriversLeaveThePollerArmedOnceTheyAreDone) {
+  std::atomic<bool> stop{false};
+  std::thread other([&] {
+    while (!stop.load()) {
+      Completion never;
+      never.SetWaitsInBursts();
+      engine_.DriveBriefly(never);  // its budget runs out: it arms everything as it leaves
+    }
+  });
+  Converse(300);
+  stop = true;
+  other.join();
+  EXPECT_TRUE(Eventually([&] { return poller_.armed(); }))
+      << "the drivers left nothing to hear the next frame";
+  Completion later;
+  poller_.Arrive(&later);
+  EXPECT_TRUE(later.WaitFor(std::chrono::seconds(10))) << "a frame went unheard";
 }
 
 // A driver whose drive runs the callback that completes the waiter's own completion, as the
