@@ -218,6 +218,55 @@ TEST(ProgressEngineAloneTest, WithNoPollersTheEventSetIsWatchedAgainAfterTheWind
   engine.Remove(request.get());
 }
 
+// The same after a whole conversation of answers back to back: the drives that follow the first
+// poll the event set while the progress thread is being woken to start its window. None of them
+// may take that wake-up from it, or it sleeps on with the set left to drivers that are gone.
+TEST(ProgressEngineAloneTest, AfterAConversationOfSocketsTheEventSetIsWatchedAgain) {
+  ProgressEngine engine;
+  engine.Start();
+  Fd answer(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  Fd request(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  ASSERT_TRUE(answer && request);
+  std::mutex mutex;
+  Completion* waiting = nullptr;
+  engine.Add(answer.get(), EPOLLIN, [&](std::uint32_t) {
+    std::uint64_t value;
+    [[maybe_unused]] ssize_t n = ::read(answer.get(), &value, sizeof value);
+    std::lock_guard lock(mutex);
+    if (waiting == nullptr) return;
+    waiting->SetBytesMoved(8);
+    waiting->Signal();
+    waiting = nullptr;
+  });
+  std::atomic<int> requests{0};
+  engine.Add(request.get(), EPOLLIN, [&](std::uint32_t) {
+    std::uint64_t value;
+    [[maybe_unused]] ssize_t n = ::read(request.get(), &value, sizeof value);
+    ++requests;
+  });
+  std::uint64_t one = 1;
+  for (int round = 0; round < 3; ++round) {
+    for (int message = 0; message < 200; ++message) {
+      Completion done;
+      done.SetWaitsInBursts();
+      {
+        std::lock_guard lock(mutex);
+        waiting = &done;
+      }
+      ASSERT_EQ(::write(answer.get(), &one, sizeof one), 8);
+      while (!done.done()) engine.DriveBriefly(done);
+      done.Wait();
+    }
+    std::this_thread::sleep_for(milliseconds(20));  // well after the window
+    ASSERT_EQ(::write(request.get(), &one, sizeof one), 8);
+    EXPECT_TRUE(Eventually([&] { return requests.load() == round + 1; }))
+        << "a request went unheard after conversation " << round;
+  }
+  engine.Stop();
+  engine.Remove(answer.get());
+  engine.Remove(request.get());
+}
+
 TEST_F(ProgressEngineTest, ARequestsAnswerArmsEveryPollerAtOnce) {
   // A page or a lock lets the program compute on: a request to this node must wake it now.
   WaitFor(eager_, /*in_bursts=*/false);
