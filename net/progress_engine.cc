@@ -291,6 +291,8 @@ void ProgressEngine::Run() {
       std::lock_guard lock(drivers_mutex_);
       timeout_ns = PrepareSleepLocked(timeout_ns);
     }
+    // Something waits already (a poller armed just now had a frame): dispatch whatever follows.
+    const bool must_dispatch = poll_again || timeout_ns == 0;
     if (poll_again) timeout_ns = 0;
     timespec timeout{timeout_ns / 1000000000, timeout_ns % 1000000000};
     int ready =
@@ -306,13 +308,14 @@ void ProgressEngine::Run() {
       std::uint64_t value;
       [[maybe_unused]] ssize_t n = ::read(wake_fd_.get(), &value, sizeof value);
     }
-    // Woken by its own timeout (a lazy window's end) while a thread drives, with no timer due:
-    // the driving thread polls every poller, and the dispatch lock it holds for batches of
-    // rounds would only be waited for, a futex sleep and two context switches each time (in a
-    // 1 MiB conversation over UCX tcp, about one per message). The look at the window is done.
-    if (ready == 0 && !poll_again && Drivers() != 0 && NextTimeoutMs() != 0) {
-      continue;
-    }
+    // Woken by its own timeout (a lazy window's end), with no timer due, while the conversation
+    // goes on (a thread drives, or drivers received within the window): the drivers poll every
+    // poller and will be back, and taking the dispatch lock, or the UCX lock behind it, from a
+    // thread that moves a large message would only be waited for, a futex sleep and two context
+    // switches each time (in a 1 MiB conversation over UCX tcp, about one per message). The look
+    // at the window is done; the next window starts, and ends the conversation if it passes
+    // without a receive.
+    if (ready == 0 && !must_dispatch && NextTimeoutMs() != 0 && ConversationGoesOn()) continue;
     {
       std::lock_guard lock(dispatch_mutex_);
       int count = ::epoll_wait(epoll_fd_.get(), events, kMaxEvents, 0);

@@ -161,6 +161,8 @@ class ProgressEngine : public CompletionDriver {
   // be, and shortens the sleep to the end of the lazy pollers' grace; returns the timeout in ns
   // (-1: none).
   std::int64_t PrepareSleepLocked(std::int64_t timeout_ns);
+  // Within a lazy window, a thread drives or drivers received since it began.
+  bool ConversationGoesOn();
   // The shortest time lazy pollers stay disarmed after a receive: twice the drive budget (none
   // when waiters do not poll).
   std::int64_t LazyGraceNs() const {

@@ -219,6 +219,12 @@ void ProgressEngine::OpenQuickLaneIfItFitsLocked() {
   if (QuickLaneFitsLocked()) drive_word_.fetch_or(kQuickLane, std::memory_order_acq_rel);
 }
 
+bool ProgressEngine::ConversationGoesOn() {
+  std::lock_guard lock(drivers_mutex_);
+  std::uint64_t word = drive_word_.load(std::memory_order_acquire);
+  return lazy_until_ns_ != 0 && (DriversIn(word) != 0 || ReceivesIn(word) != window_receives_);
+}
+
 std::int64_t ProgressEngine::PrepareSleepLocked(std::int64_t timeout_ns) {
   auto shorten_to = [&timeout_ns](std::int64_t ns) {
     timeout_ns = timeout_ns < 0 ? ns : std::min(timeout_ns, ns);
