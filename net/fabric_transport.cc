@@ -142,21 +142,16 @@ wire::Endpoint FabricTransport::LocalEndpoint() const {
 }
 
 void FabricTransport::SetJobTable(const wire::JobTable& table) {
-  std::unique_lock lock(ucx_mutex_);
-  const bool was_lazy = arms_lazily_.load(std::memory_order_relaxed);
+  std::lock_guard lock(ucx_mutex_);
   std::string my_host;
   for (const wire::NodeInfo& node : table.nodes()) {
     if (node.rank() == rank_) my_host = node.host();
   }
-  const bool shared_memory_allowed = internal::UcxMayUseSharedMemory();
   for (const wire::NodeInfo& node : table.nodes()) {
     if (node.rank() < 0 || node.rank() >= size_ || node.rank() == rank_) continue;
     peers_[static_cast<std::size_t>(node.rank())]->same_host = node.host() == my_host;
     for (const wire::Endpoint& endpoint : node.endpoints()) {
       if (endpoint.transport() != "fabric") continue;
-      if (node.host() == my_host && shared_memory_allowed) {
-        arms_lazily_.store(true, std::memory_order_relaxed);
-      }
       std::string address = HexDecode(endpoint.address()).value_or("");
       if (address.empty()) {
         LogLine("fabric: " + RankText(node.rank()) + " advertised an address that is not hex");
@@ -175,8 +170,6 @@ void FabricTransport::SetJobTable(const wire::JobTable& table) {
     if (peer->rank != rank_ && !peer->address.empty()) EndpointLocked(*peer);
   }
   ProgressLocked();
-  lock.unlock();  // the engine polls this transport under its own lock, then takes ucx_mutex_
-  if (arms_lazily_.load(std::memory_order_relaxed) != was_lazy) engine_.PollerLazinessChanged();
 }
 
 ucp_ep_h FabricTransport::UsableEndpointLocked(Peer& peer) {

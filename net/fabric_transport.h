@@ -147,10 +147,13 @@ class FabricTransport : public Transport, private ProgressEngine::Poller {
   bool Poll() override;
   bool Arm() override;
   void Disarm() override;
-  Laziness ArmsLazily() const override {
-    return arms_lazily_.load(std::memory_order_relaxed) ? Laziness::kAfterReceives
-                                                        : Laziness::kAfterSmallReceives;
-  }
+  // Lazy after every receive. Over UCX's shared memory a sender signals an armed worker through
+  // a socket (a system call on each side per frame), and arming is itself two or three system
+  // calls: between two frames of a conversation they cost more than the frames (21 us against 2
+  // to 4 for 8 B here). Over UCX's tcp an armed worker costs its senders nothing, but after a
+  // large message the next one's first bytes woke the progress thread, which then waited for
+  // the locks of the thread moving it (ProgressEngine::ConversationGoesOn).
+  Laziness ArmsLazily() const override { return Laziness::kAfterReceives; }
   void OnEventFd();
 
   ProgressEngine& engine_;
@@ -161,15 +164,6 @@ class FabricTransport : public Transport, private ProgressEngine::Poller {
   std::unique_ptr<internal::UcxWorker> worker_;
   std::size_t body_in_header_limit_;
   bool registered_ = false;  // the event descriptor and poller are with the engine
-  // Over UCX's shared memory, a sender signals an armed worker through a socket (a system call
-  // on each side per frame) and arming is itself two or three system calls: between two frames
-  // of a conversation they cost more than the frames (21 us against 2 to 4 for 8 B here). Over
-  // UCX's tcp an armed worker costs its senders nothing, so its arming's three system calls count
-  // only against small messages: after a large one, staying disarmed only made the progress
-  // thread wake at the end of each window, taking a core from the copies. So lazy after every
-  // receive when a peer on this host may be reached over shared memory (set with the job table),
-  // after small ones otherwise.
-  std::atomic<bool> arms_lazily_{false};
   std::int64_t wait_for_receive_ms_ = 2;
   LogLimiter refusals_{"refused fabric messages"};
 

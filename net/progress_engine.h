@@ -48,7 +48,8 @@ class ProgressEngine : public CompletionDriver {
     // reads on every frame), the poller may stay disarmed for a short grace after a
     // waiting thread got what it waited for, since that thread is likely to wait again at once (a
     // ping-pong, a fault after a fault); the progress thread arms it when the grace ends with
-    // nobody polling. kAfterSmallReceives: only after a small message (see EndDriving).
+    // nobody polling. kAfterSmallReceives: only after a small message (see EndDriving). A
+    // poller's laziness never changes: the engine counts its pollers by kind.
     enum class Laziness { kEager, kAfterReceives, kAfterSmallReceives };
     virtual Laziness ArmsLazily() const { return Laziness::kEager; }
   };
@@ -75,10 +76,6 @@ class ProgressEngine : public CompletionDriver {
   // Pollers stay registered until removed; Remove waits for a poll in progress to end.
   void AddPoller(Poller* poller);
   void RemovePoller(Poller* poller);
-  // A poller's ArmsLazily changed (a fabric worker learns with the job table whether a peer
-  // shares its host): the engine counts its pollers by kind again and arms them all, since it
-  // cannot know which kind's state the poller is in.
-  void PollerLazinessChanged();
   // Waiting threads poll only the pollers, with no system call, and leave the event set with the
   // progress thread: right when every peer of the node is reached through a poller, since taking
   // the event set costs two system calls per wait. Otherwise they also take the event set.

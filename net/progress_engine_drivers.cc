@@ -37,26 +37,6 @@ void ProgressEngine::RemovePoller(Poller* poller) {
   PollersOf(poller->ArmsLazily()).fetch_sub(1, std::memory_order_release);
 }
 
-void ProgressEngine::PollerLazinessChanged() {
-  std::lock_guard drivers_lock(drivers_mutex_);
-  const int drivers = DriversIn(CloseQuickLaneLocked());
-  {
-    std::lock_guard lock(pollers_mutex_);
-    for (std::atomic<int>& count : pollers_of_) count.store(0, std::memory_order_relaxed);
-    for (Poller* poller : pollers_) {
-      PollersOf(poller->ArmsLazily()).fetch_add(1, std::memory_order_release);
-    }
-  }
-  // While a thread drives, the last to leave arms what is not known to be armed.
-  lazy_armed_ = false;
-  small_lazy_armed_ = false;
-  if (drivers != 0) return;
-  if (ArmEveryPollerLocked()) {
-    std::uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = ::write(wake_fd_.get(), &one, sizeof one);
-  }
-}
-
 bool ProgressEngine::HavePollers(Laziness laziness) {
   return PollersOf(laziness).load(std::memory_order_acquire) > 0;
 }

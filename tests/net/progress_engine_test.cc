@@ -69,11 +69,10 @@ class FramePoller : public ProgressEngine::Poller {
     return waiting_ != nullptr && taker_ == std::thread::id{};
   }
   void Disarm() override { armed_ = false; }
-  Laziness ArmsLazily() const override { return laziness_.load(); }
-  void set_laziness(Laziness laziness) { laziness_ = laziness; }
+  Laziness ArmsLazily() const override { return laziness_; }
 
  private:
-  std::atomic<Laziness> laziness_;
+  const Laziness laziness_;
   std::atomic<bool> armed_{false};
   std::atomic<int> arms_{0};
   std::mutex mutex_;
@@ -308,34 +307,6 @@ TEST_F(ProgressEngineTest, AFrameThatArrivesWhileLazyPollersAreDisarmedIsStillDe
   Completion later;
   lazy_.Arrive(&later);
   EXPECT_TRUE(later.WaitFor(std::chrono::seconds(10))) << "a frame went unheard";
-}
-
-// A fabric worker learns with the job table that it is lazy after every receive, not only after
-// small ones: the engine, told so, treats it as its new kind from then on (here the only poller
-// of that kind, which the engine would otherwise believe it had none of).
-TEST(ProgressEngineAloneTest, APollerWhoseLazinessChangesIsTreatedAsItsNewKind) {
-  using Laziness = ProgressEngine::Poller::Laziness;
-  ProgressEngine engine;
-  engine.SetDriveBudget(20000);  // a long window: a slow run cannot outlast it
-  FramePoller poller(Laziness::kAfterSmallReceives);
-  engine.AddPoller(&poller);
-  engine.Start();
-  engine.Post([] {});
-  ASSERT_TRUE(Eventually([&] { return poller.armed(); }));
-  poller.set_laziness(Laziness::kAfterReceives);
-  engine.PollerLazinessChanged();
-
-  Completion done;
-  done.SetWaitsInBursts();
-  poller.Arrive(&done, std::this_thread::get_id(), Completion::kSmallTransferBytes + 1);
-  while (!done.done()) engine.DriveBriefly(done);
-  done.Wait();
-  EXPECT_FALSE(poller.armed())
-      << "armed right after a large receive, as a poller lazy after small ones only would be";
-  EXPECT_TRUE(Eventually([&] { return poller.armed(); }))
-      << "nobody armed it after its window: its frames would go unheard";
-  engine.Stop();
-  engine.RemovePoller(&poller);
 }
 
 TEST_F(ProgressEngineTest, AConversationDoesNotArmTheLazyPollerBetweenItsMessages) {
