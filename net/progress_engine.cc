@@ -183,10 +183,33 @@ bool ProgressEngine::DispatchLocked(const epoll_event* events, int count) {
   return found;
 }
 
-bool ProgressEngine::PollAll() {
-  if (!have_pollers_.load(std::memory_order_acquire)) return false;
-  bool found = false;
+// The pollers are read under the dispatch lock (polls) or the pollers' lock (arming and
+// disarming), so one comes or goes under both; a driver's rounds then take no lock but the
+// dispatch lock. Which kinds there are is part of what the quick lane relies on.
+void ProgressEngine::AddPoller(Poller* poller) {
+  std::unique_lock dispatch_lock(dispatch_mutex_, std::defer_lock);
+  if (!in_dispatch) dispatch_lock.lock();  // a callback that adds one holds it already
+  std::lock_guard drivers_lock(drivers_mutex_);
+  CloseQuickLaneLocked();
   std::lock_guard lock(pollers_mutex_);
+  pollers_.push_back(poller);
+  have_pollers_.store(true, std::memory_order_release);
+  PollersOf(poller->ArmsLazily()).fetch_add(1, std::memory_order_release);
+}
+
+void ProgressEngine::RemovePoller(Poller* poller) {
+  std::unique_lock dispatch_lock(dispatch_mutex_, std::defer_lock);
+  if (!in_dispatch) dispatch_lock.lock();
+  std::lock_guard drivers_lock(drivers_mutex_);
+  CloseQuickLaneLocked();
+  std::lock_guard lock(pollers_mutex_);
+  if (std::erase(pollers_, poller) == 0) return;
+  have_pollers_.store(!pollers_.empty(), std::memory_order_release);
+  PollersOf(poller->ArmsLazily()).fetch_sub(1, std::memory_order_release);
+}
+
+bool ProgressEngine::PollAll() {
+  bool found = false;
   for (Poller* poller : pollers_) found |= poller->Poll();
   return found;
 }
@@ -232,19 +255,14 @@ void ProgressEngine::DriveBriefly(Completion& completion) {
     bool found = false;
     if (!event_set_taken_) {
       // The progress thread keeps the event set; rings are all this thread needs to watch. The
-      // locks are kept for the rounds between two looks at the clock: taking and giving back
-      // two of them each round was most of what a round that finds nothing costs, and so of the
+      // dispatch lock is kept for the rounds between two looks at the clock: taking and giving
+      // it back each round was most of what a round that finds nothing costs, and so of the
       // time an arriving frame waits to be seen.
-      std::unique_lock pollers_lock(pollers_mutex_, std::defer_lock);
-      if (have_pollers_.load(std::memory_order_acquire)) pollers_lock.lock();
       for (unsigned round = 0; round < kRoundsPerClockRead && !completion.done(); ++round) {
-        if (pollers_lock.owns_lock()) {
-          for (Poller* poller : pollers_) found |= poller->Poll();
-        }
+        found |= PollAll();
         if (has_posted_.load(std::memory_order_acquire)) {
           // A frame a node sent itself (a manager answering its own node) is a posted task:
           // run it here rather than wait for the progress thread to wake for it.
-          if (pollers_lock.owns_lock()) pollers_lock.unlock();
           RunPosted();
           found = true;
           break;

@@ -245,6 +245,8 @@ class ProgressEngine : public CompletionDriver {
   // no window, and sets this to 0 when it does.
   std::atomic<std::int64_t> wakes_by_ns_{0};
 
+  // pollers_ is read under dispatch_mutex_ (polls) or pollers_mutex_ (arming and disarming),
+  // and changed under both.
   std::mutex pollers_mutex_;
   std::vector<Poller*> pollers_;
   std::atomic<bool> have_pollers_{false};

@@ -18,25 +18,6 @@ void ProgressEngine::SetDrivePollersOnly(bool only) {
   pollers_only_.store(only, std::memory_order_relaxed);
 }
 
-// A poller comes or goes: which kinds there are is part of what the quick lane relies on.
-void ProgressEngine::AddPoller(Poller* poller) {
-  std::lock_guard drivers_lock(drivers_mutex_);
-  CloseQuickLaneLocked();
-  std::lock_guard lock(pollers_mutex_);
-  pollers_.push_back(poller);
-  have_pollers_.store(true, std::memory_order_release);
-  PollersOf(poller->ArmsLazily()).fetch_add(1, std::memory_order_release);
-}
-
-void ProgressEngine::RemovePoller(Poller* poller) {
-  std::lock_guard drivers_lock(drivers_mutex_);
-  CloseQuickLaneLocked();
-  std::lock_guard lock(pollers_mutex_);
-  if (std::erase(pollers_, poller) == 0) return;
-  have_pollers_.store(!pollers_.empty(), std::memory_order_release);
-  PollersOf(poller->ArmsLazily()).fetch_sub(1, std::memory_order_release);
-}
-
 bool ProgressEngine::HavePollers(Laziness laziness) {
   return PollersOf(laziness).load(std::memory_order_acquire) > 0;
 }
