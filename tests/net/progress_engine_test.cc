@@ -93,6 +93,18 @@ bool Eventually(Predicate predicate) {
   return true;
 }
 
+// A waiter drives the engine until the frame that arrives on `poller` completes its wait.
+void DriveUntilFrameArrives(ProgressEngine& engine, FramePoller& poller, bool in_bursts,
+                            std::size_t bytes) {
+  Completion done;
+  if (in_bursts) done.SetWaitsInBursts();
+  poller.Arrive(&done, std::this_thread::get_id(), bytes);
+  // A drive may end before it takes the frame (its budget ran out while the progress thread
+  // held the dispatch lock: a slow sanitizer build); the last drive is the one that took it.
+  while (!done.done()) engine.DriveBriefly(done);
+  done.Wait();  // lets the signaller leave `done` before it goes
+}
+
 class ProgressEngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -106,15 +118,8 @@ class ProgressEngineTest : public ::testing::Test {
     for (FramePoller* poller : {&lazy_, &eager_, &small_lazy_}) engine_.RemovePoller(poller);
   }
 
-  // A waiter drives the engine until the frame that arrives on `poller` completes its wait.
   void WaitFor(FramePoller& poller, bool in_bursts, std::size_t bytes = 8) {
-    Completion done;
-    if (in_bursts) done.SetWaitsInBursts();
-    poller.Arrive(&done, std::this_thread::get_id(), bytes);
-    // A drive may end before it takes the frame (its budget ran out while the progress thread
-    // held the dispatch lock: a slow sanitizer build); the last drive is the one that took it.
-    while (!done.done()) engine_.DriveBriefly(done);
-    done.Wait();  // lets the signaller leave `done` before it goes
+    DriveUntilFrameArrives(engine_, poller, in_bursts, bytes);
   }
 
   using Laziness = ProgressEngine::Poller::Laziness;
@@ -170,100 +175,79 @@ TEST_F(ProgressEngineTest, AnEventThatComesWhileTheDriversKeepTheEventSetIsStill
 }
 
 // A node of sockets alone has no pollers: the event set is the only thing a sleeping progress
-// thread must be woken to watch again.
-TEST(ProgressEngineAloneTest, WithNoPollersTheEventSetIsWatchedAgainAfterTheWindow) {
-  ProgressEngine engine;
-  engine.Start();
-  Fd answer(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-  Fd request(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-  ASSERT_TRUE(answer && request);
-  std::mutex mutex;
-  Completion* waiting = nullptr;
-  engine.Add(answer.get(), EPOLLIN, [&](std::uint32_t) {
-    std::uint64_t value;
-    [[maybe_unused]] ssize_t n = ::read(answer.get(), &value, sizeof value);
-    std::lock_guard lock(mutex);
-    if (waiting == nullptr) return;
-    waiting->SetBytesMoved(8);
-    waiting->Signal();
-    waiting = nullptr;
-  });
-  std::atomic<int> requests{0};
-  engine.Add(request.get(), EPOLLIN, [&](std::uint32_t) {
-    std::uint64_t value;
-    [[maybe_unused]] ssize_t n = ::read(request.get(), &value, sizeof value);
-    ++requests;
-  });
-  std::uint64_t one = 1;
-  for (int round = 0; round < 5; ++round) {
-    // A small answer in a conversation, taken by this thread's drive: the set stays with it.
+// thread must be woken to watch again. Answers come on one descriptor and complete this thread's
+// wait; requests come on another and are only counted.
+class SocketsAloneTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(answer_ && request_);
+    engine_.Start();
+    engine_.Add(answer_.get(), EPOLLIN, [this](std::uint32_t) {
+      std::uint64_t value;
+      [[maybe_unused]] ssize_t n = ::read(answer_.get(), &value, sizeof value);
+      std::lock_guard lock(mutex_);
+      if (waiting_ == nullptr) return;
+      waiting_->SetBytesMoved(8);
+      waiting_->Signal();
+      waiting_ = nullptr;
+    });
+    engine_.Add(request_.get(), EPOLLIN, [this](std::uint32_t) {
+      std::uint64_t value;
+      [[maybe_unused]] ssize_t n = ::read(request_.get(), &value, sizeof value);
+      ++requests_;
+    });
+  }
+  void TearDown() override {
+    engine_.Stop();
+    engine_.Remove(answer_.get());
+    engine_.Remove(request_.get());
+  }
+  // A small answer in a conversation, taken by this thread's drive: the set stays with it.
+  void WaitForAnAnswer() {
     Completion done;
     done.SetWaitsInBursts();
     {
-      std::lock_guard lock(mutex);
-      waiting = &done;
+      std::lock_guard lock(mutex_);
+      waiting_ = &done;
     }
-    ASSERT_EQ(::write(answer.get(), &one, sizeof one), 8);
-    while (!done.done()) engine.DriveBriefly(done);
+    ASSERT_EQ(::write(answer_.get(), &kOne, sizeof kOne), 8);
+    while (!done.done()) engine_.DriveBriefly(done);
     done.Wait();
-    // Well after the window: only a set watched again wakes the progress thread for this.
+  }
+  // Well after the window: only a set watched again wakes the progress thread for this.
+  void SendARequestLater() {
     std::this_thread::sleep_for(milliseconds(20));
-    ASSERT_EQ(::write(request.get(), &one, sizeof one), 8);
-    EXPECT_TRUE(Eventually([&] { return requests.load() == round + 1; }))
+    ASSERT_EQ(::write(request_.get(), &kOne, sizeof kOne), 8);
+  }
+
+  static constexpr std::uint64_t kOne = 1;
+  ProgressEngine engine_;
+  Fd answer_{::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)};
+  Fd request_{::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)};
+  std::mutex mutex_;
+  Completion* waiting_ = nullptr;
+  std::atomic<int> requests_{0};
+};
+
+TEST_F(SocketsAloneTest, WithNoPollersTheEventSetIsWatchedAgainAfterTheWindow) {
+  for (int round = 0; round < 5; ++round) {
+    ASSERT_NO_FATAL_FAILURE(WaitForAnAnswer());
+    ASSERT_NO_FATAL_FAILURE(SendARequestLater());
+    EXPECT_TRUE(Eventually([&] { return requests_.load() == round + 1; }))
         << "a request went unheard after answer " << round;
   }
-  engine.Stop();
-  engine.Remove(answer.get());
-  engine.Remove(request.get());
 }
 
 // The same after a whole conversation of answers back to back: the drives that follow the first
 // poll the event set while the progress thread is being woken to start its window. None of them
 // may take that wake-up from it, or it sleeps on with the set left to drivers that are gone.
-TEST(ProgressEngineAloneTest, AfterAConversationOfSocketsTheEventSetIsWatchedAgain) {
-  ProgressEngine engine;
-  engine.Start();
-  Fd answer(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-  Fd request(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-  ASSERT_TRUE(answer && request);
-  std::mutex mutex;
-  Completion* waiting = nullptr;
-  engine.Add(answer.get(), EPOLLIN, [&](std::uint32_t) {
-    std::uint64_t value;
-    [[maybe_unused]] ssize_t n = ::read(answer.get(), &value, sizeof value);
-    std::lock_guard lock(mutex);
-    if (waiting == nullptr) return;
-    waiting->SetBytesMoved(8);
-    waiting->Signal();
-    waiting = nullptr;
-  });
-  std::atomic<int> requests{0};
-  engine.Add(request.get(), EPOLLIN, [&](std::uint32_t) {
-    std::uint64_t value;
-    [[maybe_unused]] ssize_t n = ::read(request.get(), &value, sizeof value);
-    ++requests;
-  });
-  std::uint64_t one = 1;
+TEST_F(SocketsAloneTest, AfterAConversationOfSocketsTheEventSetIsWatchedAgain) {
   for (int round = 0; round < 3; ++round) {
-    for (int message = 0; message < 200; ++message) {
-      Completion done;
-      done.SetWaitsInBursts();
-      {
-        std::lock_guard lock(mutex);
-        waiting = &done;
-      }
-      ASSERT_EQ(::write(answer.get(), &one, sizeof one), 8);
-      while (!done.done()) engine.DriveBriefly(done);
-      done.Wait();
-    }
-    std::this_thread::sleep_for(milliseconds(20));  // well after the window
-    ASSERT_EQ(::write(request.get(), &one, sizeof one), 8);
-    EXPECT_TRUE(Eventually([&] { return requests.load() == round + 1; }))
+    for (int message = 0; message < 200; ++message) ASSERT_NO_FATAL_FAILURE(WaitForAnAnswer());
+    ASSERT_NO_FATAL_FAILURE(SendARequestLater());
+    EXPECT_TRUE(Eventually([&] { return requests_.load() == round + 1; }))
         << "a request went unheard after conversation " << round;
   }
-  engine.Stop();
-  engine.Remove(answer.get());
-  engine.Remove(request.get());
 }
 
 TEST_F(ProgressEngineTest, ARequestsAnswerArmsEveryPollerAtOnce) {
@@ -343,11 +327,7 @@ class QuickLaneTest : public ::testing::Test {
     engine_.Remove(signal_.get());
   }
   void WaitFor(bool in_bursts, std::size_t bytes = 8) {
-    Completion done;
-    if (in_bursts) done.SetWaitsInBursts();
-    poller_.Arrive(&done, std::this_thread::get_id(), bytes);
-    while (!done.done()) engine_.DriveBriefly(done);
-    done.Wait();
+    DriveUntilFrameArrives(engine_, poller_, in_bursts, bytes);
   }
   void Converse(int messages) {
     for (int i = 0; i < messages; ++i) WaitFor(/*in_bursts=*/true);
