@@ -33,6 +33,8 @@ class ProgressEngine : public CompletionDriver {
   // Memory a transport polls without system calls (net/shm_transport.h's rings). A waiting
   // thread polls it in its drive loop; when nobody polls, the poller is armed: writers then
   // signal a descriptor the poller registered with Add, which wakes the progress thread.
+  // Polls never overlap one another (the dispatch lock), nor do Arm and Disarm calls (the
+  // pollers' lock); but a poll may overlap an Arm or a Disarm, so what both touch must allow it.
   class Poller {
    public:
     virtual ~Poller() = default;

@@ -439,33 +439,33 @@ void ShmTransport::OnClosed(const ConnectionPtr& connection, const std::string& 
   host_.OnPeerLost(connection->peer_rank(), connection->label() + ": " + why);
 }
 
-// The engine calls Poll, Arm and Disarm one at a time (under its pollers' lock), so the snapshot
-// they walk is theirs alone: it is taken again only when the set of connections changed, and an
-// idle poll costs no lock and no reference count.
-const std::vector<ShmTransport::ConnectionPtr>& ShmTransport::PolledConnections() {
+// Polls never overlap one another, nor do armings (ProgressEngine::Poller), so the copy each
+// kind walks is its own: it is taken again only when the set of connections changed, and an idle
+// poll costs no lock and no reference count.
+const std::vector<ShmTransport::ConnectionPtr>& ShmTransport::Walked(Walk& walk) {
   std::uint64_t version = polled_version_.load(std::memory_order_acquire);
-  if (version != walked_version_ || walked_ == nullptr) {
+  if (version != walk.version || walk.connections == nullptr) {
     std::lock_guard lock(mutex_);
-    walked_ = polled_;
-    walked_version_ = polled_version_.load(std::memory_order_relaxed);
+    walk.connections = polled_;
+    walk.version = polled_version_.load(std::memory_order_relaxed);
   }
-  return *walked_;
+  return *walk.connections;
 }
 
 bool ShmTransport::Poll() {
   bool found = false;
-  for (const ConnectionPtr& connection : PolledConnections()) found |= connection->Poll();
+  for (const ConnectionPtr& connection : Walked(polls_walk_)) found |= connection->Poll();
   return found;
 }
 
 bool ShmTransport::Arm() {
   bool waiting = false;
-  for (const ConnectionPtr& connection : PolledConnections()) waiting |= connection->Arm();
+  for (const ConnectionPtr& connection : Walked(arming_walk_)) waiting |= connection->Arm();
   return waiting;
 }
 
 void ShmTransport::Disarm() {
-  for (const ConnectionPtr& connection : PolledConnections()) connection->Disarm();
+  for (const ConnectionPtr& connection : Walked(arming_walk_)) connection->Disarm();
 }
 
 void ShmTransport::Close() {
@@ -481,7 +481,8 @@ void ShmTransport::Close() {
     // them through send_now_to_ without the lock.
   }
   engine_.RemovePoller(this);
-  walked_.reset();  // no poll runs any more
+  polls_walk_.connections.reset();  // no poll nor arming runs any more
+  arming_walk_.connections.reset();
   {
     // Setups still under way end at once: their sockets are shut down under them, and an
     // acceptor waiting for a free slot gives up.

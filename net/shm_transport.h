@@ -86,8 +86,13 @@ class ShmTransport : public Transport, private ProgressEngine::Poller {
   // The process key names when it is dest's, the process at the other end of the pair's socket;
   // 0 otherwise.
   pid_t PeerProcess(int dest, const std::string& key);
-  // The connections the pollers walk, as of the last change (see the definition).
-  const std::vector<ConnectionPtr>& PolledConnections();
+  // A copy of polled_ that one kind of caller walks, and the version it was taken at.
+  struct Walk {
+    std::shared_ptr<const std::vector<ConnectionPtr>> connections;
+    std::uint64_t version = 0;
+  };
+  // The connections walk's caller walks, as of the last change (see the definition).
+  const std::vector<ConnectionPtr>& Walked(Walk& walk);
 
   // ProgressEngine::Poller.
   bool Poll() override;
@@ -132,9 +137,10 @@ class ShmTransport : public Transport, private ProgressEngine::Poller {
   std::shared_ptr<const std::vector<ConnectionPtr>> polled_;
   bool closing_ = false;
   std::atomic<std::uint64_t> polled_version_{0};  // bumped with each new polled_
-  // The pollers' own copy of polled_ and its version (only Poll, Arm and Disarm touch these).
-  std::shared_ptr<const std::vector<ConnectionPtr>> walked_;
-  std::uint64_t walked_version_ = 0;
+  // The engine polls under its dispatch lock and arms or disarms under its pollers' lock, and a
+  // poll may overlap an arming: each keeps its own copy, so neither frees the list the other walks.
+  Walk polls_walk_;   // only Poll touches it
+  Walk arming_walk_;  // only Arm and Disarm touch it
 };
 
 }  // namespace lmdx::net

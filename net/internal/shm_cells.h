@@ -73,14 +73,17 @@ class CellRing {
     ++written_;
   }
 
-  // Reader side. The next frame's bytes, or nullptr while its cell is not written.
+  // Reader side. The next frame's bytes, or nullptr while its cell is not written. Arming asks
+  // it while a poll may take cells (ProgressEngine::Poller), so next_ is read and written
+  // atomically (a plain load and store on x86); arming only compares the pointer with nullptr.
   const std::uint8_t* Peek() const {
-    const ShmCell& cell = Cell(next_);
-    if (cell.stamp.load(std::memory_order_acquire) != Stamp(next_)) return nullptr;
+    std::uint64_t next = std::atomic_ref(next_).load(std::memory_order_relaxed);
+    const ShmCell& cell = Cell(next);
+    if (cell.stamp.load(std::memory_order_acquire) != Stamp(next)) return nullptr;
     return cell.bytes;
   }
   // The frame Peek gave is done with; Release hands its cell back to the writer.
-  void Take() { ++next_; }
+  void Take() { std::atomic_ref(next_).store(next_ + 1, std::memory_order_relaxed); }
   void Release() {
     if (control_->taken.load(std::memory_order_relaxed) != next_) {
       control_->taken.store(next_, std::memory_order_release);
@@ -95,9 +98,9 @@ class CellRing {
 
   CellControl* control_ = nullptr;
   ShmCell* cells_ = nullptr;
-  std::uint64_t written_ = 0;     // writer: frames written
-  std::uint64_t seen_taken_ = 0;  // writer: the reader's count when last read
-  std::uint64_t next_ = 0;        // reader: frames taken
+  std::uint64_t written_ = 0;       // writer: frames written
+  std::uint64_t seen_taken_ = 0;    // writer: the reader's count when last read
+  mutable std::uint64_t next_ = 0;  // reader: frames taken (see Peek)
 };
 
 // A small raw message in a cell, on the express lane (net/message.h SmallRaw): the mark, the

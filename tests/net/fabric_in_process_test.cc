@@ -30,12 +30,12 @@ using Rank = InProcessRank<FabricTransport>;
 class FabricInProcessTest : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
-    StartPair(ranks_, [](ProgressEngine& engine, RecordingHost& host, int rank) {
+    StartRanks(ranks_, [](ProgressEngine& engine, RecordingHost& host, int rank) {
       return std::make_unique<FabricTransport>(engine, host, TestSecret(), rank, 2,
                                                /*peers_on_this_host=*/true);
     });
   }
-  void TearDown() override { StopPair(ranks_); }
+  void TearDown() override { StopRanks(ranks_); }
   // Before the end: closing, each rank says goodbye, which the other takes as the pair's end.
   void ExpectNoPeerLost() {
     for (Rank& rank : ranks_) EXPECT_EQ(rank.host.lost(), "");
@@ -355,14 +355,14 @@ std::vector<int> ConnectedTcpSendBuffers() {
 void ExpectUcxTcpSendBuffers(bool peers_on_this_host) {
   ScopedEnv tls("UCX_TLS", "tcp");
   Rank ranks[2];
-  StartPair(ranks, [peers_on_this_host](ProgressEngine& engine, RecordingHost& host, int rank) {
+  StartRanks(ranks, [peers_on_this_host](ProgressEngine& engine, RecordingHost& host, int rank) {
     return std::make_unique<FabricTransport>(engine, host, TestSecret(), rank, 2,
                                              peers_on_this_host);
   });
   SendRaw(ranks[0], 1, 1000);
   ASSERT_EQ(ranks[1].host.Take(1).size(), 1u);
   const std::vector<int> sizes = ConnectedTcpSendBuffers();
-  StopPair(ranks);
+  StopRanks(ranks);
   ASSERT_FALSE(sizes.empty()) << "no connected TCP socket: UCX did not use tcp";
   for (int bytes : sizes) {
     if (peers_on_this_host) {

@@ -1,11 +1,13 @@
 // What the in-process transport tests share: a host that records what its transport delivers, a
-// job secret of their own, and two transports in one process as ranks 0 and 1 of a job.
+// job secret of their own, and transports in one process as the ranks of a job.
 #ifndef LMDX_TESTS_NET_IN_PROCESS_HOST_H_
 #define LMDX_TESTS_NET_IN_PROCESS_HOST_H_
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -48,13 +50,49 @@ class RecordingHost : public TransportHost {
   int wakes_asked() const { return wakes_asked_.load(); }
   void OnMessage(InboundMessage&& message) override {
     KeepPayload(message);  // a raw frame's payload may lie in a transport's own memory
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
+    if (std::exchange(hold_next_, false)) {
+      held_ = true;
+      changed_.notify_all();
+      changed_.wait(lock, [&] { return !held_; });
+    }
     messages_.push_back(std::move(message));
+    changed_.notify_all();
+  }
+  // The next message's delivery waits, inside the transport's poll, until ReleaseHeld: a test
+  // acts while a poll is midway.
+  void HoldNextMessage() {
+    std::lock_guard lock(mutex_);
+    hold_next_ = true;
+  }
+  // True once a delivery is held (false after 10 s).
+  bool WaitUntilHeld() {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, std::chrono::seconds(10), [&] { return held_; });
+  }
+  void ReleaseHeld() {
+    std::lock_guard lock(mutex_);
+    held_ = false;
     changed_.notify_all();
   }
   void OnPeerLost(int rank, const std::string& why) override {
     std::lock_guard lock(mutex_);
     lost_ += "rank " + std::to_string(rank) + ": " + why + "\n";
+    lost_ranks_.push_back(rank);
+    changed_.notify_all();
+  }
+  // True once the transport has reported the loss of every rank in [first, last] (false after
+  // 10 s).
+  bool HearsLossOf(int first, int last) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, std::chrono::seconds(10), [&] {
+      for (int rank = first; rank <= last; ++rank) {
+        if (std::find(lost_ranks_.begin(), lost_ranks_.end(), rank) == lost_ranks_.end()) {
+          return false;
+        }
+      }
+      return true;
+    });
   }
   // The first count messages, once they are all here (an empty vector after 10 s).
   std::vector<InboundMessage> Take(std::size_t count) {
@@ -78,6 +116,9 @@ class RecordingHost : public TransportHost {
   std::condition_variable changed_;
   std::vector<InboundMessage> messages_;
   std::string lost_;
+  std::vector<int> lost_ranks_;
+  bool hold_next_ = false;
+  bool held_ = false;
   std::uint8_t* posted_ = nullptr;
   std::size_t posted_capacity_ = 0;
   int placements_asked_ = 0;
@@ -92,8 +133,7 @@ inline JobSecret TestSecret() {
   return JobSecret(bytes);
 }
 
-// Ranks 0 and 1, each with its own progress engine and host; Start gives each the other's
-// endpoint.
+// One rank of an in-process job: its own progress engine, host and transport.
 template <typename TransportType>
 struct InProcessRank {
   ProgressEngine engine;
@@ -101,11 +141,12 @@ struct InProcessRank {
   std::unique_ptr<TransportType> transport;
 };
 
-// make(engine, host, rank) builds one rank's transport.
-template <typename TransportType, typename Make>
-void StartPair(InProcessRank<TransportType> (&ranks)[2], Make make) {
+// Starts ranks 0 to N-1; make(engine, host, rank) builds one rank's transport, and each learns
+// every other's endpoint.
+template <typename TransportType, std::size_t N, typename Make>
+void StartRanks(InProcessRank<TransportType> (&ranks)[N], Make make) {
   wire::JobTable table;
-  for (int rank = 0; rank < 2; ++rank) {
+  for (int rank = 0; rank < static_cast<int>(N); ++rank) {
     ranks[rank].engine.Start();
     ranks[rank].transport = make(ranks[rank].engine, ranks[rank].host, rank);
     wire::NodeInfo* node = table.add_nodes();
@@ -116,8 +157,8 @@ void StartPair(InProcessRank<TransportType> (&ranks)[2], Make make) {
   for (auto& rank : ranks) rank.transport->SetJobTable(table);
 }
 
-template <typename TransportType>
-void StopPair(InProcessRank<TransportType> (&ranks)[2]) {
+template <typename TransportType, std::size_t N>
+void StopRanks(InProcessRank<TransportType> (&ranks)[N]) {
   for (auto& rank : ranks) rank.transport->Close();
   for (auto& rank : ranks) rank.engine.Stop();
 }

@@ -26,11 +26,11 @@ class ShmOneSidedTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const std::string job = "shm-reads-" + std::to_string(::getpid());
-    StartPair(ranks_, [&](ProgressEngine& engine, RecordingHost& host, int rank) {
+    StartRanks(ranks_, [&](ProgressEngine& engine, RecordingHost& host, int rank) {
       return std::make_unique<ShmTransport>(engine, host, TestSecret(), rank, 2, job);
     });
   }
-  void TearDown() override { StopPair(ranks_); }
+  void TearDown() override { StopRanks(ranks_); }
 
   // Sends a frame from rank 0 to rank 1 and waits for it: the pair's connection then exists.
   void Connect() {

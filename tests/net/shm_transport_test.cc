@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "net/completion.h"
 #include "net/internal/shm_cells.h"
 #include "net/progress_engine.h"
 #include "net/shm_transport.h"
@@ -40,12 +43,12 @@ class ShmTransportTest : public ::testing::Test {
     // A ring of 4 KiB: large frames stream through it in many pieces and laps.
     ::setenv("LMDX_SHM_RING_KIB", "4", 1);
     const std::string job = "shm-order-" + std::to_string(::getpid());
-    StartPair(ranks_, [&](ProgressEngine& engine, RecordingHost& host, int rank) {
+    StartRanks(ranks_, [&](ProgressEngine& engine, RecordingHost& host, int rank) {
       return std::make_unique<ShmTransport>(engine, host, TestSecret(), rank, 2, job);
     });
     ::unsetenv("LMDX_SHM_RING_KIB");
   }
-  void TearDown() override { StopPair(ranks_); }
+  void TearDown() override { StopRanks(ranks_); }
 
   // How a test sender offers each frame: to Send; to SendNow first; or, as a small raw message,
   // to SendRawNow first and then to SendNow.
@@ -243,6 +246,70 @@ TEST_F(ShmTransportTest, ConcurrentExpressSendersEachKeepTheirOrder) {
   SendFromThreadsAndExpectOrder(
       3, 4000, {0, 8, kSmallRawPayload, 200, 5000},
       [](std::uint32_t thread) { return thread != 2 ? Offer::kExpress : Offer::kSend; });
+}
+
+// A raw frame from `from` to `to` whose body says who sent it.
+OutgoingMessage FrameFrom(int from, int to) {
+  OutgoingMessage message;
+  message.header.type = MessageType::kRaw;
+  message.header.source = from;
+  message.header.destination = to;
+  Stamp stamp{static_cast<std::uint32_t>(from), 0};
+  message.body.assign(reinterpret_cast<const char*>(&stamp), sizeof stamp);
+  return message;
+}
+
+// The engine polls under its dispatch lock and arms under its pollers' lock, so a poll may be
+// midway through the transport's connections when a new one joins them and another thread arms.
+// The list that poll walks must outlive it. Here rank 0's progress thread is held inside a
+// delivery in the middle of its walk over two connections, while rank 0 connects to rank 2 and a
+// wait on another thread arms the pollers (a list freed under the walk is a use after free,
+// which a sanitizer build stops on). Then every frame is delivered once, and the new connection
+// carries frames both ways.
+TEST(ShmConnectionsTest, AConnectionJoinsWhileAPollIsMidwayAndAThreadArms) {
+  constexpr int kRanks = 4;
+  ::setenv("LMDX_SHM_RING_KIB", "4", 1);
+  InProcessRank<ShmTransport> ranks[kRanks];
+  const std::string job = "shm-join-" + std::to_string(::getpid());
+  StartRanks(ranks, [&](ProgressEngine& engine, RecordingHost& host, int rank) {
+    return std::make_unique<ShmTransport>(engine, host, TestSecret(), rank, kRanks, job);
+  });
+  ::unsetenv("LMDX_SHM_RING_KIB");
+  ProgressEngine& engine = ranks[0].engine;
+  RecordingHost& host = ranks[0].host;
+
+  // Ranks 1 and 3 connect: rank 0 walks a list of two.
+  for (int peer : {1, 3}) ranks[peer].transport->Send(0, FrameFrom(peer, 0), /*may_block=*/true);
+  ASSERT_EQ(host.Take(2).size(), 2u) << host.lost();
+
+  // A wait that got its small answer leaves the rings disarmed for a window (a long one here),
+  // so the next frames are found by a walk over the list, not by a ring's signal.
+  engine.SetDriveBudget(10'000'000);
+  Completion answered;
+  answered.SetWaitsInBursts();
+  answered.Signal();
+  engine.DriveBriefly(answered);
+  host.HoldNextMessage();
+  for (int peer : {1, 3}) ranks[peer].transport->Send(0, FrameFrom(peer, 0), /*may_block=*/true);
+  engine.Post([] {});  // the progress thread wakes, and its dispatch polls the rings
+  ASSERT_TRUE(host.WaitUntilHeld()) << "rank 0 never polled the frames of ranks 1 and 3";
+
+  ranks[0].transport->Send(2, FrameFrom(0, 2), /*may_block=*/true);
+  engine.SetDriveBudget(1000);
+  Completion never_done;
+  engine.DriveBriefly(never_done);  // the dispatch lock is held: it arms, then gives up
+  host.ReleaseHeld();
+
+  ranks[2].transport->Send(0, FrameFrom(2, 0), /*may_block=*/true);
+  std::vector<InboundMessage> got = host.Take(3);
+  ASSERT_EQ(got.size(), 3u) << host.lost();
+  std::vector<int> frames_from(kRanks, 0);
+  for (const InboundMessage& message : got) ++frames_from.at(message.header.source);
+  EXPECT_EQ(frames_from, (std::vector<int>{0, 1, 1, 1}));
+  std::vector<InboundMessage> at_two = ranks[2].host.Take(1);
+  ASSERT_EQ(at_two.size(), 1u) << ranks[2].host.lost();
+  EXPECT_EQ(at_two[0].header.source, 0);
+  StopRanks(ranks);
 }
 
 }  // namespace
