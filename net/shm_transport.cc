@@ -481,8 +481,12 @@ void ShmTransport::Close() {
     // them through send_now_to_ without the lock.
   }
   engine_.RemovePoller(this);
-  polls_walk_.connections.reset();  // no poll nor arming runs any more
-  arming_walk_.connections.reset();
+  // No poll nor arming starts any more; a close from a callback may be inside this transport's
+  // own poll, whose walk then keeps its list until the transport goes.
+  if (!engine_.InDispatch()) {
+    polls_walk_.connections.reset();
+    arming_walk_.connections.reset();
+  }
   {
     // Setups still under way end at once: their sockets are shut down under them, and an
     // acceptor waiting for a free slot gives up.
