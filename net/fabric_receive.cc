@@ -313,15 +313,15 @@ void* FabricTransport::RendezvousTarget(Peer& peer, Inbound& inbound, std::strin
     }
     if (may_wait) {
       std::int64_t now = MonotonicMs();
+      std::int64_t wait_ms = wait_for_receive_ms_.load(std::memory_order_relaxed);
       std::lock_guard lock(ucx_mutex_);
-      if (!waiting) inbound.place_by_ms = now + wait_for_receive_ms_;
+      if (!waiting) inbound.place_by_ms = now + wait_ms;
       bool later_frame_waits = peer.arrived.size() > 1;
       if (!later_frame_waits && now < inbound.place_by_ms && !closing_ && !peer.lost) {
         peers_waiting_for_receives_.insert(peer.rank);
         if (!waiting) {
           // Nobody may poll meanwhile: the progress thread ends the wait if a poll does not.
-          engine_.PostAfter(static_cast<int>(wait_for_receive_ms_) + 1,
-                            [this] { OnPlacementDeadline(); });
+          engine_.PostAfter(static_cast<int>(wait_ms) + 1, [this] { OnPlacementDeadline(); });
         }
         return nullptr;
       }

@@ -3,6 +3,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -76,9 +77,9 @@ class FabricTransport : public Transport, private ProgressEngine::Poller {
             std::size_t size, std::function<void(bool ok)> on_done) override;
 
   // How long a large raw message's data waits at its sender for its receive to be posted
-  // (RendezvousTarget); 2 ms unless changed before the first frame arrives. Tests lengthen it to
-  // see which event ends a wait.
-  void SetWaitForReceiveMs(int ms) { wait_for_receive_ms_ = ms; }
+  // (RendezvousTarget); 2 ms unless changed. Tests lengthen it to see which event ends a wait,
+  // while the progress thread may read it.
+  void SetWaitForReceiveMs(int ms) { wait_for_receive_ms_.store(ms, std::memory_order_relaxed); }
 
  private:
   struct SendOp;
@@ -164,7 +165,7 @@ class FabricTransport : public Transport, private ProgressEngine::Poller {
   std::unique_ptr<internal::UcxWorker> worker_;
   std::size_t body_in_header_limit_;
   bool registered_ = false;  // the event descriptor and poller are with the engine
-  std::int64_t wait_for_receive_ms_ = 2;
+  std::atomic<std::int64_t> wait_for_receive_ms_{2};
   LogLimiter refusals_{"refused fabric messages"};
 
   std::mutex ucx_mutex_;                      // held around every UCX call; guards everything below
