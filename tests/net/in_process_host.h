@@ -94,12 +94,13 @@ class RecordingHost : public TransportHost {
       return true;
     });
   }
-  // The first count messages, once they are all here (an empty vector after 10 s).
+  // Every message so far, once there are count (an empty vector after 10 s); the next Take
+  // counts from there.
   std::vector<InboundMessage> Take(std::size_t count) {
     std::unique_lock lock(mutex_);
     changed_.wait_for(lock, std::chrono::seconds(10), [&] { return messages_.size() >= count; });
     if (messages_.size() < count) return {};
-    return std::move(messages_);
+    return std::exchange(messages_, {});
   }
   // How many messages came since the last Take.
   std::size_t arrived() {

@@ -12,8 +12,10 @@
 // misuse is not reported in these tests (report_mutex_bugs=0), races and lock-order inversions
 // still are.
 
+// NOLINTNEXTLINE(bugprone-reserved-identifier): the runtime's name for it
 extern "C" const char* __tsan_default_options() { return "report_mutex_bugs=0"; }
 
+// NOLINTNEXTLINE(bugprone-reserved-identifier)
 extern "C" const char* __tsan_default_suppressions() {
   return "called_from_lib:libucp.so.0\n"
          "called_from_lib:libuct.so.0\n"
