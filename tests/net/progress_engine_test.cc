@@ -398,6 +398,105 @@ TEST_F(QuickLaneTest, OverlappingDriversLeaveThePollerArmedOnceTheyAreDone) {
   EXPECT_TRUE(later.WaitFor(std::chrono::seconds(10))) << "a frame went unheard";
 }
 
+// Counts how many threads are inside its calls at once: the engine promises that polls never
+// overlap one another, nor armings and disarmings one another (ProgressEngine::Poller), and
+// pollers such as the shm transport rely on it. A poll may overlap an arming; that is counted too,
+// so the test knows it looked where the promise could break.
+class OverlapPoller : public ProgressEngine::Poller {
+ public:
+  explicit OverlapPoller(Laziness laziness) : laziness_(laziness) {}
+  bool Poll() override {
+    Enter(polling_, most_polling_);
+    if (arming_.load() > 0) ++polls_beside_arming_;
+    Linger();
+    --polling_;
+    ++polls_;
+    return false;
+  }
+  bool Arm() override {
+    Enter(arming_, most_arming_);
+    Linger();
+    --arming_;
+    ++armings_;
+    return false;
+  }
+  void Disarm() override {
+    Enter(arming_, most_arming_);
+    Linger();
+    --arming_;
+  }
+  Laziness ArmsLazily() const override { return laziness_; }
+
+  int most_polling() const { return most_polling_.load(); }
+  int most_arming() const { return most_arming_.load(); }
+  int polls() const { return polls_.load(); }
+  int armings() const { return armings_.load(); }
+  int polls_beside_arming() const { return polls_beside_arming_.load(); }
+
+ private:
+  static void Enter(std::atomic<int>& inside, std::atomic<int>& most) {
+    int now = ++inside;
+    int seen = most.load();
+    while (now > seen && !most.compare_exchange_weak(seen, now)) {
+    }
+  }
+  // A few hundred nanoseconds inside, so that a second thread would find the first still there.
+  static void Linger() {
+    auto until = steady_clock::now() + std::chrono::nanoseconds(300);
+    while (steady_clock::now() < until) {
+    }
+  }
+
+  const Laziness laziness_;
+  std::atomic<int> polling_{0};
+  std::atomic<int> arming_{0};
+  std::atomic<int> most_polling_{0};
+  std::atomic<int> most_arming_{0};
+  std::atomic<int> polls_{0};
+  std::atomic<int> armings_{0};
+  std::atomic<int> polls_beside_arming_{0};
+};
+
+// Three threads wait at once, some satisfied at once (a conversation: pollers left lazy) and some
+// not (their budget runs out: pollers armed), while posted tasks keep waking the progress thread,
+// which polls in its dispatch and arms before it sleeps.
+TEST(PollerContractTest, PollsNeverOverlapNorDoArmings) {
+  ProgressEngine engine;
+  OverlapPoller lazy(ProgressEngine::Poller::Laziness::kAfterSmallReceives);
+  OverlapPoller eager(ProgressEngine::Poller::Laziness::kEager);
+  engine.AddPoller(&lazy);
+  engine.AddPoller(&eager);
+  engine.SetDriveBudget(5);
+  engine.Start();
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> waiters;
+  for (int waiter = 0; waiter < 3; ++waiter) {
+    waiters.emplace_back([&, waiter] {
+      for (int round = 0; !stop.load(); ++round) {
+        Completion completion;
+        if ((round + waiter) % 2 == 0) {
+          completion.SetWaitsInBursts();
+          completion.Signal();
+        }
+        engine.DriveBriefly(completion);
+        if (round % 8 == 0) engine.Post([] {});
+      }
+    });
+  }
+  std::this_thread::sleep_for(milliseconds(300));
+  stop = true;
+  for (std::thread& waiter : waiters) waiter.join();
+  engine.Stop();
+  engine.RemovePoller(&lazy);
+  engine.RemovePoller(&eager);
+  for (const OverlapPoller* poller : {&lazy, &eager}) {
+    EXPECT_GT(poller->polls(), 0);
+    EXPECT_GT(poller->armings(), 0);
+    EXPECT_EQ(poller->most_polling(), 1) << "two polls of one poller ran at once";
+    EXPECT_EQ(poller->most_arming(), 1) << "two armings or disarmings of one poller ran at once";
+  }
+}
+
 // A driver whose drive runs the callback that completes the waiter's own completion, as the
 // engine does when a waiting thread takes its message. The waiter is the signaller then, and the
 // signal takes a shorter way (no lock, no notification): the wait must still end, and a completion
