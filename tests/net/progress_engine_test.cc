@@ -469,8 +469,10 @@ TEST(PollerContractTest, PollsNeverOverlapNorDoArmings) {
   engine.SetDriveBudget(5);
   engine.Start();
   std::atomic<bool> stop{false};
+  constexpr int kWaiters = 3;
   std::vector<std::thread> waiters;
-  for (int waiter = 0; waiter < 3; ++waiter) {
+  waiters.reserve(kWaiters);
+  for (int waiter = 0; waiter < kWaiters; ++waiter) {
     waiters.emplace_back([&, waiter] {
       for (int round = 0; !stop.load(); ++round) {
         Completion completion;
