@@ -193,7 +193,6 @@ void ProgressEngine::AddPoller(Poller* poller) {
   CloseQuickLaneLocked();
   std::lock_guard lock(pollers_mutex_);
   pollers_.push_back(poller);
-  have_pollers_.store(true, std::memory_order_release);
   PollersOf(poller->ArmsLazily()).fetch_add(1, std::memory_order_release);
 }
 
@@ -204,7 +203,6 @@ void ProgressEngine::RemovePoller(Poller* poller) {
   CloseQuickLaneLocked();
   std::lock_guard lock(pollers_mutex_);
   if (std::erase(pollers_, poller) == 0) return;
-  have_pollers_.store(!pollers_.empty(), std::memory_order_release);
   PollersOf(poller->ArmsLazily()).fetch_sub(1, std::memory_order_release);
 }
 
@@ -352,7 +350,7 @@ void ProgressEngine::Run() {
 // drives, and is off when the host has more nodes than cores.
 void ProgressEngine::LingerAfterActivity() {
   std::int64_t budget_ns = std::int64_t{drive_micros_.load(std::memory_order_relaxed)} * 1000;
-  if (budget_ns == 0 || !have_pollers_.load(std::memory_order_acquire)) return;
+  if (budget_ns == 0 || !HaveAnyPollers()) return;
   {
     std::lock_guard lock(drivers_mutex_);
     if (DriversIn(CloseQuickLaneLocked()) != 0) {

@@ -150,6 +150,10 @@ class ProgressEngine : public CompletionDriver {
   bool ArmPollers(Laziness laziness);
   // True when there was any poller of that laziness.
   bool DisarmPollers(Laziness laziness);
+  // Calls call(poller) for each poller of that laziness, under pollers_mutex_; false, without
+  // taking it, when there is none of that kind.
+  template <typename Call>
+  bool ForEachPollerOf(Laziness laziness, Call call);
   // Arms the pollers of every laziness and marks the lazy ones armed; true when one has something
   // waiting. Caller holds drivers_mutex_.
   bool ArmEveryPollerLocked();
@@ -251,7 +255,6 @@ class ProgressEngine : public CompletionDriver {
   // and changed under both.
   std::mutex pollers_mutex_;
   std::vector<Poller*> pollers_;
-  std::atomic<bool> have_pollers_{false};
   // How many pollers of each laziness there are: arming and disarming skip the lock for a kind
   // there is none of (every wait begins and ends with one of each; most nodes have one kind).
   std::atomic<int> pollers_of_[3] = {};
@@ -259,6 +262,7 @@ class ProgressEngine : public CompletionDriver {
     return pollers_of_[static_cast<std::size_t>(laziness)];
   }
   bool HavePollers(Poller::Laziness laziness);
+  bool HaveAnyPollers();
 
   std::mutex mutex_;  // guards the tables below
   std::unordered_map<int, std::shared_ptr<Registration>> registrations_;

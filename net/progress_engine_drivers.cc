@@ -22,6 +22,21 @@ bool ProgressEngine::HavePollers(Laziness laziness) {
   return PollersOf(laziness).load(std::memory_order_acquire) > 0;
 }
 
+bool ProgressEngine::HaveAnyPollers() {
+  return HavePollers(Laziness::kEager) || HavePollers(Laziness::kAfterReceives) ||
+         HavePollers(Laziness::kAfterSmallReceives);
+}
+
+template <typename Call>
+bool ProgressEngine::ForEachPollerOf(Laziness laziness, Call call) {
+  if (!HavePollers(laziness)) return false;
+  std::lock_guard lock(pollers_mutex_);
+  for (Poller* poller : pollers_) {
+    if (poller->ArmsLazily() == laziness) call(*poller);
+  }
+  return true;
+}
+
 bool ProgressEngine::ArmEveryPollerLocked() {
   bool waiting = ArmPollers(Laziness::kEager);
   waiting |= ArmPollers(Laziness::kAfterReceives);
@@ -32,25 +47,13 @@ bool ProgressEngine::ArmEveryPollerLocked() {
 }
 
 bool ProgressEngine::ArmPollers(Laziness laziness) {
-  if (!HavePollers(laziness)) return false;
   bool waiting = false;
-  std::lock_guard lock(pollers_mutex_);
-  for (Poller* poller : pollers_) {
-    if (poller->ArmsLazily() == laziness) waiting |= poller->Arm();
-  }
+  ForEachPollerOf(laziness, [&waiting](Poller& poller) { waiting |= poller.Arm(); });
   return waiting;
 }
 
 bool ProgressEngine::DisarmPollers(Laziness laziness) {
-  if (!HavePollers(laziness)) return false;
-  bool any = false;
-  std::lock_guard lock(pollers_mutex_);
-  for (Poller* poller : pollers_) {
-    if (poller->ArmsLazily() != laziness) continue;
-    poller->Disarm();
-    any = true;
-  }
-  return any;
+  return ForEachPollerOf(laziness, [](Poller& poller) { poller.Disarm(); });
 }
 
 // The event set stays registered in the outer set; taking it from the progress thread only
