@@ -3,7 +3,6 @@
 #ifndef LMDX_TESTS_NET_IN_PROCESS_HOST_H_
 #define LMDX_TESTS_NET_IN_PROCESS_HOST_H_
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -78,21 +77,6 @@ class RecordingHost : public TransportHost {
   void OnPeerLost(int rank, const std::string& why) override {
     std::lock_guard lock(mutex_);
     lost_ += "rank " + std::to_string(rank) + ": " + why + "\n";
-    lost_ranks_.push_back(rank);
-    changed_.notify_all();
-  }
-  // True once the transport has reported the loss of every rank in [first, last] (false after
-  // 10 s).
-  bool HearsLossOf(int first, int last) {
-    std::unique_lock lock(mutex_);
-    return changed_.wait_for(lock, std::chrono::seconds(10), [&] {
-      for (int rank = first; rank <= last; ++rank) {
-        if (std::find(lost_ranks_.begin(), lost_ranks_.end(), rank) == lost_ranks_.end()) {
-          return false;
-        }
-      }
-      return true;
-    });
   }
   // Every message so far, once there are count (an empty vector after 10 s); the next Take
   // counts from there.
@@ -117,7 +101,6 @@ class RecordingHost : public TransportHost {
   std::condition_variable changed_;
   std::vector<InboundMessage> messages_;
   std::string lost_;
-  std::vector<int> lost_ranks_;
   bool hold_next_ = false;
   bool held_ = false;
   std::uint8_t* posted_ = nullptr;
