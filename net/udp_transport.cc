@@ -140,6 +140,7 @@ UdpTransport::Peer* UdpTransport::OpenLocked(int rank) {
 void UdpTransport::Send(int dest, OutgoingMessage message, bool /*may_block*/) {
   Outgoing outgoing;
   outgoing.total = internal::SealOutgoingHeader(message, rank_, outgoing.header);
+  outgoing.lent = message.payload.size >= kLendFrom && !message.payload.owner && message.on_sent;
   outgoing.message = std::move(message);
   AfterLock after;
   {
@@ -166,9 +167,10 @@ void UdpTransport::PumpLocked(int rank, std::int64_t now, AfterLock* after) {
   Peer& peer = peers_[static_cast<std::size_t>(rank)];
   while (!peer.queue.empty() && peer.channel->CanSend()) {
     auto segment = std::make_shared<std::vector<std::uint8_t>>();
-    segment->reserve(peer.segment_bytes);
+    std::span<const std::uint8_t> lent;  // ends the segment: nothing is copied after it
+    std::function<void(bool)> on_acknowledged;
     // Fill the segment from as many queued frames as fit: small frames share a datagram.
-    while (!peer.queue.empty() && segment->size() < peer.segment_bytes) {
+    while (!peer.queue.empty() && segment->size() < peer.segment_bytes && lent.empty()) {
       Outgoing& front = peer.queue.front();
       const OutgoingMessage& message = front.message;
       std::uint64_t body_end = kFrameHeaderSize + message.body.size();
@@ -188,20 +190,62 @@ void UdpTransport::PumpLocked(int rank, std::int64_t now, AfterLock* after) {
           left = front.total - front.offset;
         }
         auto take = static_cast<std::size_t>(std::min<std::uint64_t>(left, room));
-        segment->insert(segment->end(), from, from + take);
         front.offset += take;
+        if (front.lent && front.offset > body_end) {
+          lent = std::span(from, take);
+          front.sent_lent = true;
+          break;
+        }
+        if (segment->capacity() == 0) segment->reserve(peer.segment_bytes);
+        segment->insert(segment->end(), from, from + take);
       }
       if (front.offset < front.total) break;
-      if (front.message.on_sent) after->sent.push_back(std::move(front.message.on_sent));
+      if (front.message.on_sent) {
+        if (front.sent_lent) {
+          on_acknowledged = std::move(front.message.on_sent);
+        } else {
+          after->sent.push_back(std::move(front.message.on_sent));
+        }
+      }
       peer.queue.pop_front();
     }
     std::uint32_t sequence = peer.channel->Record(segment, now);
-    TransmitLocked(rank, UdpDatagramHeader::kData, sequence, segment.get());
+    if (!lent.empty()) peer.lent.push_back(LentBytes{sequence, lent});
+    bool ack_at_once = static_cast<bool>(on_acknowledged);
+    if (ack_at_once) peer.lent_until.push_back(LentUntil{sequence, std::move(on_acknowledged)});
+    TransmitLocked(rank, UdpDatagramHeader::kData, sequence, segment.get(), lent, ack_at_once);
   }
 }
 
+std::span<const std::uint8_t> UdpTransport::LentBy(const Peer& peer, std::uint32_t sequence) {
+  for (const LentBytes& lent : peer.lent) {
+    if (lent.sequence == sequence) return lent.bytes;
+  }
+  return {};
+}
+
+void UdpTransport::ReturnLentLocked(Peer& peer, AfterLock* after) {
+  const internal::ReliableChannel& channel = *peer.channel;
+  while (!peer.lent.empty() && channel.AcknowledgedThrough(peer.lent.front().sequence)) {
+    peer.lent.pop_front();
+  }
+  while (!peer.lent_until.empty() && channel.AcknowledgedThrough(peer.lent_until.front().last)) {
+    after->sent.push_back(std::move(peer.lent_until.front().on_sent));
+    peer.lent_until.pop_front();
+  }
+}
+
+void UdpTransport::FailLentLocked(Peer& peer, AfterLock* after) {
+  for (LentUntil& waiting : peer.lent_until) {
+    after->sent.push_back([on_sent = std::move(waiting.on_sent)](bool) { on_sent(false); });
+  }
+  peer.lent_until.clear();
+  peer.lent.clear();
+}
+
 void UdpTransport::TransmitLocked(int rank, UdpDatagramHeader::Kind kind, std::uint32_t sequence,
-                                  const std::vector<std::uint8_t>* segment) {
+                                  const std::vector<std::uint8_t>* segment,
+                                  std::span<const std::uint8_t> lent, bool ack_at_once) {
   Peer& peer = peers_[static_cast<std::size_t>(rank)];
   UdpDatagramHeader header;
   header.kind = kind;
@@ -211,6 +255,7 @@ void UdpTransport::TransmitLocked(int rank, UdpDatagramHeader::Kind kind, std::u
   header.selective = peer.channel->SelectiveAck();
   header.room = static_cast<std::uint16_t>(std::min<std::uint32_t>(peer.channel->Room(), 0xffff));
   header.token = peer.token_out;
+  header.ack_at_once = ack_at_once;
   if (auto echo = peer.channel->TakeEcho()) {
     header.has_echo = true;
     header.echo = *echo;
@@ -219,29 +264,40 @@ void UdpTransport::TransmitLocked(int rank, UdpDatagramHeader::Kind kind, std::u
   std::uint8_t bytes[UdpDatagramHeader::kSize];
   header.Encode(bytes);
   if (kind == UdpDatagramHeader::kData) ++segments_sent_;
-  SendDatagramLocked(peer.address, bytes, segment);
+  SendDatagramLocked(peer.address, bytes, segment, lent);
 }
 
 void UdpTransport::ResendLocked(int rank, const std::vector<std::uint32_t>& sequences) {
-  const internal::ReliableChannel& channel = *peers_[static_cast<std::size_t>(rank)].channel;
+  const Peer& peer = peers_[static_cast<std::size_t>(rank)];
   for (std::uint32_t sequence : sequences) {
-    if (auto segment = channel.Stored(sequence)) {
-      TransmitLocked(rank, UdpDatagramHeader::kData, sequence, segment.get());
+    if (auto segment = peer.channel->Stored(sequence)) {
+      // Still asked at once: the first request may be what was lost.
+      std::span<const std::uint8_t> lent = LentBy(peer, sequence);
+      bool ack_at_once = !peer.lent_until.empty() &&
+                         std::any_of(peer.lent_until.begin(), peer.lent_until.end(),
+                                     [sequence](const LentUntil& l) { return l.last == sequence; });
+      TransmitLocked(rank, UdpDatagramHeader::kData, sequence, segment.get(), lent, ack_at_once);
     }
   }
 }
 
 void UdpTransport::SendDatagramLocked(const sockaddr_in& to, const std::uint8_t* header,
-                                      const std::vector<std::uint8_t>* segment) {
+                                      const std::vector<std::uint8_t>* segment,
+                                      std::span<const std::uint8_t> lent) {
   auto put = [this](const sockaddr_in& address, const std::uint8_t* head, const std::uint8_t* data,
-                    std::size_t size) {
-    iovec pieces[2] = {{const_cast<std::uint8_t*>(head), UdpDatagramHeader::kSize},
-                       {const_cast<std::uint8_t*>(data), size}};
+                    std::size_t size, std::span<const std::uint8_t> tail) {
+    iovec pieces[3];
+    std::size_t count = 0;
+    pieces[count++] = {const_cast<std::uint8_t*>(head), UdpDatagramHeader::kSize};
+    if (size > 0) pieces[count++] = {const_cast<std::uint8_t*>(data), size};
+    if (!tail.empty()) {
+      pieces[count++] = {const_cast<std::uint8_t*>(tail.data()), tail.size()};
+    }
     msghdr message{};
     message.msg_name = const_cast<sockaddr_in*>(&address);
     message.msg_namelen = sizeof address;
     message.msg_iov = pieces;
-    message.msg_iovlen = size > 0 ? 2 : 1;
+    message.msg_iovlen = count;
     // A full socket buffer loses the datagram as a congested network would; the channel resends.
     while (::sendmsg(socket_.get(), &message, MSG_DONTWAIT) < 0) {
       if (errno == EINTR) continue;
@@ -253,23 +309,24 @@ void UdpTransport::SendDatagramLocked(const sockaddr_in& to, const std::uint8_t*
   std::size_t size = segment != nullptr ? segment->size() : 0;
   switch (faults_.Next()) {
     case internal::UdpFaults::Action::kDrop: return;
-    case internal::UdpFaults::Action::kDuplicate: put(to, header, data, size); break;
+    case internal::UdpFaults::Action::kDuplicate: put(to, header, data, size, lent); break;
     case internal::UdpFaults::Action::kHoldBack:
       if (held_back_.empty()) {
         held_back_.assign(header, header + UdpDatagramHeader::kSize);
         held_back_.insert(held_back_.end(), data, data + size);
+        held_back_.insert(held_back_.end(), lent.begin(), lent.end());
         held_back_to_ = to;
         return;
       }
       break;
     case internal::UdpFaults::Action::kSend: break;
   }
-  put(to, header, data, size);
+  put(to, header, data, size, lent);
   if (!held_back_.empty()) {
     std::vector<std::uint8_t> late = std::move(held_back_);
     held_back_.clear();
     put(held_back_to_, late.data(), late.data() + UdpDatagramHeader::kSize,
-        late.size() - UdpDatagramHeader::kSize);
+        late.size() - UdpDatagramHeader::kSize, {});
   }
 }
 
@@ -357,6 +414,7 @@ void UdpTransport::HandleDatagramLocked(const std::uint8_t* data, std::size_t si
       header->cumulative, header->selective, header->room,
       header->has_echo ? std::optional<std::uint32_t>(header->echo) : std::nullopt, now, &resend);
   ResendLocked(source, resend);
+  ReturnLentLocked(peer, after);
   if (header->kind == UdpDatagramHeader::kData) {
     peer.used = true;
     // An in-order segment is read where it landed, not copied: only one that waits behind a
@@ -366,6 +424,7 @@ void UdpTransport::HandleDatagramLocked(const std::uint8_t* data, std::size_t si
         header->sequence,
         std::span(data + UdpDatagramHeader::kSize, size - UdpDatagramHeader::kSize), now,
         &in_order);
+    if (header->ack_at_once) peer.channel->AcknowledgeAtOnce();
     for (auto& piece : in_order) ready->emplace_back(source, std::move(piece));
   }
   PumpLocked(source, now, after);
@@ -431,6 +490,7 @@ void UdpTransport::MarkGoneLocked(int rank, const std::string& why, AfterLock* a
     }
   }
   peer.queue.clear();
+  FailLentLocked(peer, after);
   drained_.notify_all();
   if (closing_ || !peer.used) return;
   after->lost.emplace_back(
@@ -447,6 +507,7 @@ bool UdpTransport::DrainedLocked() const {
 }
 
 void UdpTransport::Close() {
+  AfterLock after;  // senders still lending memory learn that their frames may not have arrived
   {
     std::unique_lock lock(mutex_);
     if (closing_) return;
@@ -465,6 +526,7 @@ void UdpTransport::Close() {
         TransmitLocked(rank, UdpDatagramHeader::kBye, 0, nullptr);
     }
     closed_ = true;
+    for (int rank : active_) FailLentLocked(peers_[static_cast<std::size_t>(rank)], &after);
     const char* stats = std::getenv("LMDX_TRANSPORT_STATS");
     if (stats != nullptr && std::string(stats) == "1") {
       std::uint64_t resent = 0;
@@ -480,6 +542,7 @@ void UdpTransport::Close() {
     }
   }
   engine_.Remove(socket_.get());
+  after.Run(host_);
 }
 
 }  // namespace lmdx::net

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,10 +35,14 @@ namespace lmdx::net {
 // alone after a few milliseconds, at once after a gap (so the sender resends at once) or after
 // every few segments of a stream.
 //
-// Sending copies each segment once, since it must be kept until acknowledged; the caller's
-// buffer is free (on_sent) once its last byte is in a segment. Frames wait in a queue while the
-// window is full; acknowledgements, processed by the progress thread, move them on, so Send never
-// blocks.
+// A segment must be kept until acknowledged. Sending copies it once, and the caller's buffer is
+// free (on_sent) once its last byte is in a segment; but a large payload the caller lends (a
+// borrowed payload with on_sent, kLendFrom bytes or more) goes out from the caller's own memory,
+// which stays lent until the peer has acknowledged its last segment. That segment asks for the
+// acknowledgement at once. On loopback the copy was a quarter of a large message's time, and the
+// wait for the acknowledgement costs a round trip per large message. Frames wait in a queue while
+// the window is full; acknowledgements, processed by the progress thread, move them on, so Send
+// never blocks.
 //
 // Closing lingers (at most kLingerMs) until every peer has acknowledged everything or said it
 // leaves too, so the last frames of a job are not lost with the process that sent them.
@@ -54,6 +59,8 @@ class UdpTransport : public Transport {
   void Close() override;
 
   static constexpr int kLingerMs = 1000;
+  // A borrowed payload this large is sent from the caller's memory, not copied.
+  static constexpr std::uint64_t kLendFrom = 256 * 1024;
 
  private:
   struct Outgoing {
@@ -61,6 +68,18 @@ class UdpTransport : public Transport {
     std::uint8_t header[kFrameHeaderSize] = {};
     std::uint64_t offset = 0;  // bytes already in segments
     std::uint64_t total = 0;
+    bool lent = false;       // its payload may go out from the caller's memory
+    bool sent_lent = false;  // some of it did: on_sent waits for the acknowledgements
+  };
+  // A segment's bytes in the caller's memory, after its copied part.
+  struct LentBytes {
+    std::uint32_t sequence = 0;
+    std::span<const std::uint8_t> bytes;
+  };
+  // A sender whose memory is lent until the segment `last` and all before it are acknowledged.
+  struct LentUntil {
+    std::uint32_t last = 0;
+    std::function<void(bool)> on_sent;
   };
   struct Peer {
     sockaddr_in address{};
@@ -70,6 +89,8 @@ class UdpTransport : public Transport {
     std::size_t segment_bytes = 0;
     std::unique_ptr<internal::ReliableChannel> channel;
     std::deque<Outgoing> queue;
+    std::deque<LentBytes> lent;        // by sequence number, while the channel keeps them
+    std::deque<LentUntil> lent_until;  // by sequence number
     std::unique_ptr<internal::FrameReader> reader;  // touched only while dispatching
     bool used = false;  // any frame went either way (a departure then matters)
     bool gone = false;  // said it leaves, or was lost
@@ -91,12 +112,23 @@ class UdpTransport : public Transport {
                             std::vector<Arrived>* ready, AfterLock* after);
   // Moves queued frames into segments while the window allows.
   void PumpLocked(int rank, std::int64_t now, AfterLock* after);
+  // lent: the bytes of the caller's memory the datagram carries after the segment's own.
   void TransmitLocked(int rank, internal::UdpDatagramHeader::Kind kind, std::uint32_t sequence,
-                      const std::vector<std::uint8_t>* segment);
+                      const std::vector<std::uint8_t>* segment,
+                      std::span<const std::uint8_t> lent = {}, bool ack_at_once = false);
+  // The caller's memory a kept segment carries; empty when it carries none.
+  static std::span<const std::uint8_t> LentBy(const Peer& peer, std::uint32_t sequence);
+  // After an acknowledgement: forgets lent memory no segment kept refers to, and frees the
+  // senders whose segments are all acknowledged.
+  void ReturnLentLocked(Peer& peer, AfterLock* after);
+  // The peer is gone or the transport closes: senders waiting for acknowledgements learn that
+  // their frames were not delivered.
+  static void FailLentLocked(Peer& peer, AfterLock* after);
   // Sends again the segments the channel named (timeouts, fast retransmission).
   void ResendLocked(int rank, const std::vector<std::uint32_t>& sequences);
   void SendDatagramLocked(const sockaddr_in& to, const std::uint8_t* header,
-                          const std::vector<std::uint8_t>* segment);
+                          const std::vector<std::uint8_t>* segment,
+                          std::span<const std::uint8_t> lent);
   void OnTimer();
   void ServeChannelsLocked(std::int64_t now, AfterLock* after);
   void ScheduleTimerLocked(std::int64_t now);

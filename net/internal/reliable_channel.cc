@@ -32,6 +32,10 @@ std::uint32_t ReliableChannel::Record(Segment segment, std::int64_t now_ms) {
   return sequence;
 }
 
+bool ReliableChannel::AcknowledgedThrough(std::uint32_t sequence) const {
+  return unacked_.empty() || Distance(sequence, unacked_.begin()->first) > 0;
+}
+
 ReliableChannel::Segment ReliableChannel::Stored(std::uint32_t sequence) const {
   auto it = unacked_.find(sequence);
   return it != unacked_.end() ? it->second.segment : nullptr;

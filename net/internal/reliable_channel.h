@@ -66,6 +66,8 @@ class ReliableChannel {
   // The oldest unacknowledged segment has waited longer than give_up_ms.
   bool PeerSilent(std::int64_t now_ms) const;
   std::size_t InFlight() const { return unacked_.size(); }
+  // Every segment recorded up to and including `sequence` is acknowledged: none is kept now.
+  bool AcknowledgedThrough(std::uint32_t sequence) const;
 
   // --- Receiving ---
   enum class Arrival {
@@ -95,6 +97,9 @@ class ReliableChannel {
   bool AckOwed() const { return unacked_received_ > 0 || ack_now_; }
   // Any datagram to the peer carried the current acknowledgement.
   void AckSent();
+  // The peer waits for this acknowledgement (a sender whose buffer is lent until then): it is
+  // due at once, not after the delay.
+  void AcknowledgeAtOnce() { ack_now_ = true; }
 
   // The earliest time the channel needs attention (a timeout or a delayed acknowledgement), or
   // -1 when it needs none.

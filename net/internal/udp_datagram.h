@@ -14,7 +14,8 @@ namespace lmdx::net::internal {
 //   offset  size  field
 //        0     4  magic "LMDU"
 //        4     1  kind (data, an acknowledgement alone, or goodbye)
-//        5     1  flags: bit 0, the echo field is valid
+//        5     1  flags: bit 0, the echo field is valid; bit 1, acknowledge this segment at once
+//                 (its sender waits for that to free the memory it sent from)
 //        6     2  room: segments the sender can still hold out of order
 //        8     4  source rank
 //       12     4  sequence number (data)
@@ -27,6 +28,7 @@ struct UdpDatagramHeader {
   static constexpr std::uint32_t kMagic = 0x55444d4c;  // "LMDU" read as little-endian
   static constexpr std::size_t kSize = 36;
   static constexpr std::uint8_t kFlagEcho = 1;
+  static constexpr std::uint8_t kFlagAckAtOnce = 2;
   // kBye: the sender closes; expect nothing more from it, not even acknowledgements.
   enum Kind : std::uint8_t { kData = 1, kAck = 2, kBye = 3 };
 
@@ -39,10 +41,12 @@ struct UdpDatagramHeader {
   std::uint64_t token = 0;
   bool has_echo = false;
   std::uint32_t echo = 0;
+  bool ack_at_once = false;
 
   void Encode(std::uint8_t out[kSize]) const {
     std::uint8_t kind_byte = kind;
-    std::uint8_t flags = has_echo ? kFlagEcho : 0;
+    auto flags =
+        static_cast<std::uint8_t>((has_echo ? kFlagEcho : 0) | (ack_at_once ? kFlagAckAtOnce : 0));
     std::memcpy(out, &kMagic, 4);
     std::memcpy(out + 4, &kind_byte, 1);
     std::memcpy(out + 5, &flags, 1);
@@ -70,6 +74,7 @@ struct UdpDatagramHeader {
     std::memcpy(&header.selective, in + 20, 4);
     std::memcpy(&header.token, in + 24, 8);
     header.has_echo = (in[5] & kFlagEcho) != 0;
+    header.ack_at_once = (in[5] & kFlagAckAtOnce) != 0;
     std::memcpy(&header.echo, in + 32, 4);
     return header;
   }

@@ -49,13 +49,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     header->Encode(again);
     Require(std::memcmp(again, bytes.data(), 5) == 0);
     Require(std::memcmp(again + 6, bytes.data() + 6, UdpDatagramHeader::kSize - 6) == 0);
+    // The flags it knows survive too (others are ignored).
+    constexpr std::uint8_t kKnown =
+        UdpDatagramHeader::kFlagEcho | UdpDatagramHeader::kFlagAckAtOnce;
+    Require(((again[5] ^ static_cast<std::uint8_t>(bytes[5])) & kKnown) == 0);
 
     std::vector<std::uint32_t> resend;
     std::optional<std::uint32_t> echo;
     if (header->has_echo) echo = header->echo;
     channel.OnAcknowledgement(header->cumulative, header->selective, header->room, echo, now,
                               &resend);
-    for (std::uint32_t sequence : resend) Require(channel.Stored(sequence) != nullptr);
+    for (std::uint32_t sequence : resend) {
+      Require(channel.Stored(sequence) != nullptr);
+      // A kept segment is not acknowledged: a lending sender must not be freed.
+      Require(!channel.AcknowledgedThrough(sequence));
+    }
     resend.clear();
     channel.TakeExpired(now, &resend);
     Require(channel.InFlight() <= settings.window);
@@ -66,6 +74,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                    std::span(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size())
                        .subspan(UdpDatagramHeader::kSize),
                    now, &ready);
+    if (header->ack_at_once) {
+      channel.AcknowledgeAtOnce();
+      Require(channel.AckDue(now));
+    }
     // Everything delivered moved the cumulative acknowledgement by as much, in order.
     Require(channel.CumulativeAck() - before == ready.size());
     Require(channel.Room() <= settings.window);

@@ -262,6 +262,42 @@ TEST(ReliableChannelTest, GapBehindThreeLaterArrivalsIsResentAtOnce) {
   EXPECT_EQ(resend, std::vector<std::uint32_t>{1});
 }
 
+// A sender that lent its memory (net/udp_transport.h) is freed when its last segment and every
+// one before it are acknowledged; a selective acknowledgement of the last alone is not enough.
+TEST(ReliableChannelTest, AcknowledgedThroughWaitsForEveryEarlierSegment) {
+  ReliableChannel channel(ReliabilitySettings{}, 0xffffffffu - 1);  // across the wrap
+  for (int n = 0; n < 4; ++n) channel.Record(Numbered(static_cast<std::uint32_t>(n)), 0);
+  const std::uint32_t first = 0xffffffffu - 1;
+  std::vector<std::uint32_t> resend;
+  EXPECT_FALSE(channel.AcknowledgedThrough(first));
+  // The second and third arrived, the first not yet.
+  channel.OnAcknowledgement(first, 0b11, 100, std::nullopt, 1, &resend);
+  EXPECT_FALSE(channel.AcknowledgedThrough(first + 2));
+  channel.OnAcknowledgement(first + 3, 0, 100, std::nullopt, 2, &resend);
+  EXPECT_TRUE(channel.AcknowledgedThrough(first + 2));
+  EXPECT_FALSE(channel.AcknowledgedThrough(first + 3));
+  channel.OnAcknowledgement(first + 4, 0, 100, std::nullopt, 3, &resend);
+  EXPECT_TRUE(channel.AcknowledgedThrough(first + 3));
+}
+
+// The segment a lending sender waits on is acknowledged at once, not after the delay.
+TEST(ReliableChannelTest, AnAcknowledgementAskedForIsDueAtOnce) {
+  ReliabilitySettings settings;
+  settings.ack_every = 16;
+  settings.ack_delay_ms = 4;
+  ReliableChannel channel(settings);
+  std::vector<ReliableChannel::Received> ready;
+  Segment zero = Numbered(0);
+  channel.OnData(0, *zero, 10, &ready);
+  EXPECT_FALSE(channel.AckDue(10));
+  EXPECT_EQ(channel.NextDeadline(), 14);
+  channel.AcknowledgeAtOnce();
+  EXPECT_TRUE(channel.AckDue(10));
+  EXPECT_EQ(channel.NextDeadline(), 0);
+  channel.AckSent();
+  EXPECT_FALSE(channel.AckDue(10));
+}
+
 TEST(ReliableChannelTest, RoundTripSamplesComeFromTheEchoedSegment) {
   ReliabilitySettings settings;
   settings.min_rto_ms = 1;

@@ -55,6 +55,23 @@ TEST(UdpTransportTest, EveryFrameOnceAndInOrderUnderFivePercentLoss) {
   for (long count : resent) EXPECT_GT(count, 0) << job.err;
 }
 
+// A large message goes out from the sender's own buffer, which stays lent until the receiver
+// has acknowledged all of it: lmdx_send returns only then, so a resend after a loss never reads
+// the next message's bytes, which the program writes into the buffer at once.
+TEST(UdpTransportTest, ASendersBufferIsFreeOnceLmdxSendReturnsEvenUnderLoss) {
+  ScopedEnv transport("LMDX_TRANSPORT", "udp");
+  ScopedEnv faults("LMDX_UDP_FAULTS", "loss=10,duplicate=1,reorder=2");
+  ScopedEnv stats("LMDX_TRANSPORT_STATS", "1");
+  JobResult job = RunJob(BinaryFromEnv("REUSED_BUFFER"), 2, {"1048576", "16"});
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  EXPECT_NE(job.out.find("rank 1 verified 16 messages"), std::string::npos) << job.out;
+  std::smatch sender;
+  ASSERT_TRUE(std::regex_search(
+      job.err, sender, std::regex(R"(\[rank 0\]: udp: [0-9]+ segments sent, ([0-9]+) sent)")))
+      << job.err;
+  EXPECT_GT(std::stol(sender[1].str()), 0) << "rank 0 never sent a segment again\n" << job.err;
+}
+
 TEST(UdpTransportTest, SmallSegmentsCutLargeFramesIntoManyDatagrams) {
   ScopedEnv transport("LMDX_TRANSPORT", "udp");
   ScopedEnv segment("LMDX_UDP_SEGMENT", "1400");
