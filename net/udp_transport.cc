@@ -210,7 +210,10 @@ void UdpTransport::PumpLocked(int rank, std::int64_t now, AfterLock* after) {
       peer.queue.pop_front();
     }
     std::uint32_t sequence = peer.channel->Record(segment, now);
-    if (!lent.empty()) peer.lent.push_back(LentBytes{sequence, lent});
+    if (!lent.empty()) {
+      peer.lent.push_back(LentBytes{sequence, lent});
+      ++lent_segments_sent_;
+    }
     bool ack_at_once = static_cast<bool>(on_acknowledged);
     if (ack_at_once) peer.lent_until.push_back(LentUntil{sequence, std::move(on_acknowledged)});
     TransmitLocked(rank, UdpDatagramHeader::kData, sequence, segment.get(), lent, ack_at_once);
@@ -235,7 +238,15 @@ void UdpTransport::ReturnLentLocked(Peer& peer, AfterLock* after) {
   }
 }
 
-void UdpTransport::FailLentLocked(Peer& peer, AfterLock* after) {
+void UdpTransport::FailSendersLocked(Peer& peer, AfterLock* after) {
+  // Frames still queued will never go.
+  for (Outgoing& outgoing : peer.queue) {
+    if (outgoing.message.on_sent) {
+      after->sent.push_back(
+          [on_sent = std::move(outgoing.message.on_sent)](bool) { on_sent(false); });
+    }
+  }
+  peer.queue.clear();
   for (LentUntil& waiting : peer.lent_until) {
     after->sent.push_back([on_sent = std::move(waiting.on_sent)](bool) { on_sent(false); });
   }
@@ -271,11 +282,13 @@ void UdpTransport::ResendLocked(int rank, const std::vector<std::uint32_t>& sequ
   const Peer& peer = peers_[static_cast<std::size_t>(rank)];
   for (std::uint32_t sequence : sequences) {
     if (auto segment = peer.channel->Stored(sequence)) {
-      // Still asked at once: the first request may be what was lost.
+      // A segment of lent memory is acknowledged at once when it comes again: a sender waits
+      // for it, and it may fill the gap the others wait behind.
       std::span<const std::uint8_t> lent = LentBy(peer, sequence);
-      bool ack_at_once = !peer.lent_until.empty() &&
-                         std::any_of(peer.lent_until.begin(), peer.lent_until.end(),
-                                     [sequence](const LentUntil& l) { return l.last == sequence; });
+      bool ack_at_once =
+          !lent.empty() ||
+          std::any_of(peer.lent_until.begin(), peer.lent_until.end(),
+                      [sequence](const LentUntil& waiting) { return waiting.last == sequence; });
       TransmitLocked(rank, UdpDatagramHeader::kData, sequence, segment.get(), lent, ack_at_once);
     }
   }
@@ -405,16 +418,17 @@ void UdpTransport::HandleDatagramLocked(const std::uint8_t* data, std::size_t si
   int source = header->source;
   Peer& peer = *OpenLocked(source);
   if (peer.gone) return;
-  if (header->kind == UdpDatagramHeader::kBye) {
-    MarkGoneLocked(source, "", after);
-    return;
-  }
   std::vector<std::uint32_t> resend;
   peer.channel->OnAcknowledgement(
       header->cumulative, header->selective, header->room,
       header->has_echo ? std::optional<std::uint32_t>(header->echo) : std::nullopt, now, &resend);
-  ResendLocked(source, resend);
+  // A goodbye's acknowledgement counts too: a sender whose frame it covers was delivered.
   ReturnLentLocked(peer, after);
+  if (header->kind == UdpDatagramHeader::kBye) {
+    MarkGoneLocked(source, "", after);
+    return;
+  }
+  ResendLocked(source, resend);
   if (header->kind == UdpDatagramHeader::kData) {
     peer.used = true;
     // An in-order segment is read where it landed, not copied: only one that waits behind a
@@ -482,15 +496,7 @@ void UdpTransport::MarkGoneLocked(int rank, const std::string& why, AfterLock* a
   Peer& peer = peers_[static_cast<std::size_t>(rank)];
   if (peer.gone) return;
   peer.gone = true;
-  // Frames still queued for it will never go: their senders learn so.
-  for (Outgoing& outgoing : peer.queue) {
-    if (outgoing.message.on_sent) {
-      after->sent.push_back(
-          [on_sent = std::move(outgoing.message.on_sent)](bool) { on_sent(false); });
-    }
-  }
-  peer.queue.clear();
-  FailLentLocked(peer, after);
+  FailSendersLocked(peer, after);
   drained_.notify_all();
   if (closing_ || !peer.used) return;
   after->lost.emplace_back(
@@ -507,7 +513,7 @@ bool UdpTransport::DrainedLocked() const {
 }
 
 void UdpTransport::Close() {
-  AfterLock after;  // senders still lending memory learn that their frames may not have arrived
+  AfterLock after;  // senders still waiting learn that their frames may not have arrived
   {
     std::unique_lock lock(mutex_);
     if (closing_) return;
@@ -526,7 +532,7 @@ void UdpTransport::Close() {
         TransmitLocked(rank, UdpDatagramHeader::kBye, 0, nullptr);
     }
     closed_ = true;
-    for (int rank : active_) FailLentLocked(peers_[static_cast<std::size_t>(rank)], &after);
+    for (int rank : active_) FailSendersLocked(peers_[static_cast<std::size_t>(rank)], &after);
     const char* stats = std::getenv("LMDX_TRANSPORT_STATS");
     if (stats != nullptr && std::string(stats) == "1") {
       std::uint64_t resent = 0;
@@ -538,7 +544,8 @@ void UdpTransport::Close() {
       }
       LogLine("udp: " + std::to_string(segments_sent_) + " segments sent, " +
               std::to_string(resent) + " sent again, " + std::to_string(send_failures_) +
-              " refused by a full socket buffer; timeouts (ms)" + rtos);
+              " refused by a full socket buffer, " + std::to_string(lent_segments_sent_) +
+              " from lent memory; timeouts (ms)" + rtos);
     }
   }
   engine_.Remove(socket_.get());

@@ -121,9 +121,9 @@ class UdpTransport : public Transport {
   // After an acknowledgement: forgets lent memory no segment kept refers to, and frees the
   // senders whose segments are all acknowledged.
   void ReturnLentLocked(Peer& peer, AfterLock* after);
-  // The peer is gone or the transport closes: senders waiting for acknowledgements learn that
-  // their frames were not delivered.
-  static void FailLentLocked(Peer& peer, AfterLock* after);
+  // The peer is gone or the transport closes: senders of frames still queued, or waiting for
+  // acknowledgements, learn that their frames may not have been delivered.
+  static void FailSendersLocked(Peer& peer, AfterLock* after);
   // Sends again the segments the channel named (timeouts, fast retransmission).
   void ResendLocked(int rank, const std::vector<std::uint32_t>& sequences);
   void SendDatagramLocked(const sockaddr_in& to, const std::uint8_t* header,
@@ -156,6 +156,7 @@ class UdpTransport : public Transport {
   bool closed_ = false;
   std::int64_t timer_due_ms_ = -1;
   std::uint64_t segments_sent_ = 0;
+  std::uint64_t lent_segments_sent_ = 0;  // first sends that carried lent memory
   std::uint64_t send_failures_ = 0;
   LogLimiter strangers_{"udp datagrams from strangers"};
 };

@@ -31,11 +31,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   lmdx::fuzz::FuzzInput input(data, size);
   ReliabilitySettings settings;
   settings.window = 1 + input.Byte() % 64;
-  ReliableChannel channel(settings, input.U32());
+  const std::uint32_t first = input.U32();
+  ReliableChannel channel(settings, first);
   std::int64_t now = 0;
   // Some segments of our own in flight, for the peer's acknowledgements to act on.
   int own = input.Byte() % 80;
-  for (int i = 0; i < own && channel.CanSend(); ++i) {
+  std::uint32_t recorded = 0;
+  for (int i = 0; i < own && channel.CanSend(); ++i, ++recorded) {
     channel.Record(std::make_shared<std::vector<std::uint8_t>>(1, std::uint8_t(i)), now);
   }
   while (input.left() > 0) {
@@ -59,10 +61,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (header->has_echo) echo = header->echo;
     channel.OnAcknowledgement(header->cumulative, header->selective, header->room, echo, now,
                               &resend);
-    for (std::uint32_t sequence : resend) {
-      Require(channel.Stored(sequence) != nullptr);
-      // A kept segment is not acknowledged: a lending sender must not be freed.
-      Require(!channel.AcknowledgedThrough(sequence));
+    for (std::uint32_t sequence : resend) Require(channel.Stored(sequence) != nullptr);
+    // A lending sender is freed (AcknowledgedThrough) exactly when no segment up to its last is
+    // still kept, across the wrap of the numbers.
+    bool kept_so_far = false;
+    for (std::uint32_t i = 0; i < recorded; ++i) {
+      kept_so_far |= channel.Stored(first + i) != nullptr;
+      Require(channel.AcknowledgedThrough(first + i) == !kept_so_far);
     }
     resend.clear();
     channel.TakeExpired(now, &resend);
@@ -74,10 +79,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                    std::span(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size())
                        .subspan(UdpDatagramHeader::kSize),
                    now, &ready);
-    if (header->ack_at_once) {
-      channel.AcknowledgeAtOnce();
-      Require(channel.AckDue(now));
-    }
+    if (header->ack_at_once) channel.AcknowledgeAtOnce();
     // Everything delivered moved the cumulative acknowledgement by as much, in order.
     Require(channel.CumulativeAck() - before == ready.size());
     Require(channel.Room() <= settings.window);

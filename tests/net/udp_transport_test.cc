@@ -67,9 +67,25 @@ TEST(UdpTransportTest, ASendersBufferIsFreeOnceLmdxSendReturnsEvenUnderLoss) {
   EXPECT_NE(job.out.find("rank 1 verified 16 messages"), std::string::npos) << job.out;
   std::smatch sender;
   ASSERT_TRUE(std::regex_search(
-      job.err, sender, std::regex(R"(\[rank 0\]: udp: [0-9]+ segments sent, ([0-9]+) sent)")))
+      job.err, sender,
+      std::regex(R"(\[rank 0\]: udp: [0-9]+ segments sent, ([0-9]+) sent again, [0-9]+ )"
+                 R"(refused by a full socket buffer, ([0-9]+) from lent memory)")))
       << job.err;
   EXPECT_GT(std::stol(sender[1].str()), 0) << "rank 0 never sent a segment again\n" << job.err;
+  // 16 frames of 1 MiB, each at least 16 segments of at most 64 KiB, went out of the buffer.
+  EXPECT_GE(std::stol(sender[2].str()), 16 * 16) << job.err;
+}
+
+// The receiver dies while rank 0 is inside lent sends, waiting for acknowledgements that will
+// never come: the job ends at once, naming it.
+TEST(UdpTransportTest, AReceiverDyingDuringLentSendsEndsTheJobNamingIt) {
+  ScopedEnv transport("LMDX_TRANSPORT", "udp");
+  JobResult job = RunJob(BinaryFromEnv("REUSED_BUFFER"), 2, {"4194304", "64", "2"}, {},
+                         std::chrono::seconds(30));
+  EXPECT_NE(job.exit_code, 0) << job.out << job.err;
+  EXPECT_LT(job.elapsed, std::chrono::seconds(10)) << job.err;
+  EXPECT_NE(job.err.find("rank 1"), std::string::npos) << job.err;
+  EXPECT_NE(job.err.find("SIGKILL"), std::string::npos) << job.err;
 }
 
 TEST(UdpTransportTest, SmallSegmentsCutLargeFramesIntoManyDatagrams) {
