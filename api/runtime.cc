@@ -53,7 +53,6 @@ struct Runtime {
 
 std::mutex runtime_mutex;
 Runtime runtime;
-std::atomic<net::Node*> current_node{nullptr};
 std::atomic<net::Ports*> current_ports{nullptr};
 bool ever_initialized = false;
 
@@ -233,20 +232,13 @@ int Init(const char* call, Style style) {
 
 }  // namespace
 
-net::Node* CurrentNode() { return current_node.load(std::memory_order_acquire); }
-
 net::Ports* CurrentPorts() { return current_ports.load(std::memory_order_acquire); }
 
-net::Node& RequireNode(const char* call) {
-  net::Node* node = CurrentNode();
-  if (node == nullptr) {
-    WaitIfTheJobIsEnding();
-    throw Error(LMDX_ERR_NOT_INITIALIZED, ever_initialized
-                                              ? "called after lmdx_finalize"
-                                              : "called before lmdx_init or lmdx_init_spmd");
-  }
-  (void)call;
-  return *node;
+void ThrowNoNode() {
+  WaitIfTheJobIsEnding();
+  throw Error(LMDX_ERR_NOT_INITIALIZED, ever_initialized
+                                            ? "called after lmdx_finalize"
+                                            : "called before lmdx_init or lmdx_init_spmd");
 }
 
 }  // namespace lmdx::api

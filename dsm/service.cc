@@ -80,7 +80,6 @@ Message Parse(const std::string& body, const char* what) {
 
 std::mutex current_mutex;
 std::shared_ptr<Service> current_service;
-std::atomic<Service*> current_pointer{nullptr};
 
 }  // namespace
 
@@ -649,16 +648,14 @@ void Attach(net::Node& node, const Options& options) {
   }
   std::lock_guard lock(current_mutex);
   current_service = std::move(service);
-  current_pointer.store(current_service.get(), std::memory_order_release);
+  current_service_pointer.store(current_service.get(), std::memory_order_release);
 }
 
 void Detach() {
   sync::SetConsistencyHooks(nullptr);
   std::lock_guard lock(current_mutex);
-  current_pointer.store(nullptr, std::memory_order_release);
+  current_service_pointer.store(nullptr, std::memory_order_release);
   current_service.reset();
 }
-
-Service* Current() { return current_pointer.load(std::memory_order_acquire); }
 
 }  // namespace lmdx::dsm

@@ -138,8 +138,9 @@ class Service final : public consistency::PageMemory {
 void Attach(net::Node& node, const Options& options);
 // Drops this node's DSM (the global range is unmapped) at the end of the job.
 void Detach();
-// The DSM of this process, or nullptr.
-Service* Current();
+// The DSM of this process, or nullptr; read inline, as every message call asks it.
+inline std::atomic<Service*> current_service_pointer{nullptr};
+inline Service* Current() { return current_service_pointer.load(std::memory_order_acquire); }
 
 }  // namespace lmdx::dsm
 

@@ -54,6 +54,7 @@ struct ProgramThreadMark {
   void Uncount() {
     if (!counted) return;
     counted = false;
+    program_thread_counted = false;
     Board& board = TheBoard();
     board.os_program_threads.fetch_sub(1, std::memory_order_relaxed);
     // A change like a wait's: the others' quiet starts again from here.
@@ -114,10 +115,11 @@ Waiting::~Waiting() {
   board.last_change_ns.store(CoarseMonotonicNs(), std::memory_order_relaxed);
 }
 
-void NoteProgramThread() {
+void NoteProgramThreadSlowly() {
   if (program_thread_mark.counted || OnUserLevelThread()) return;
   ProgramThreadMark& mark = program_thread_mark;
   mark.counted = true;
+  program_thread_counted = true;
   mark.os_thread = static_cast<int>(::gettid());
   mark.key = CurrentThreadKey();
   Board& board = TheBoard();

@@ -54,7 +54,13 @@ class Waiting {
 
 // The calling OS thread runs the program's code (it called the C API). Counted until it exits,
 // or until NotAProgramThread. A user-level thread is counted by the threads layer instead.
-void NoteProgramThread();
+void NoteProgramThreadSlowly();
+// Whether the calling OS thread is counted already: a plain flag (no guard, no destructor), so the
+// check on every call into LMDX stays a load.
+inline thread_local bool program_thread_counted = false;
+inline void NoteProgramThread() {
+  if (!program_thread_counted) NoteProgramThreadSlowly();
+}
 // The calling OS thread serves the node rather than running the program (a threads-style node
 // other than rank 0, once lmdx_init handed it to the node).
 void NotAProgramThread();

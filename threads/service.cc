@@ -86,8 +86,6 @@ std::shared_ptr<Service>& CurrentService() {
       std::make_unique<std::shared_ptr<Service>>().release();
   return *holder;
 }
-std::atomic<Service*> current_pointer{nullptr};
-
 }  // namespace
 
 Service::Service(net::Node& node, Options options)
@@ -418,9 +416,7 @@ bool Service::CallerKilled() const {
   return entry != entries_.end() && entry->second.killed;
 }
 
-void Service::ExitIfKilled() const {
-  if (CallerKilled()) throw ThreadExit{kKilledResult};
-}
+void Service::ExitKilled() { throw ThreadExit{kKilledResult}; }
 
 std::size_t Service::running() const { return scheduler_.live(); }
 
@@ -451,9 +447,7 @@ void Attach(net::Node& node, const Service::Options& options) {
   net::Completion::SetParking(&fiber_parking);
   std::lock_guard lock(current_mutex);
   CurrentService() = std::move(service);
-  current_pointer.store(CurrentService().get(), std::memory_order_release);
+  current_service_pointer.store(CurrentService().get(), std::memory_order_release);
 }
-
-Service* Current() { return current_pointer.load(std::memory_order_acquire); }
 
 }  // namespace lmdx::threads

@@ -57,9 +57,12 @@ class Service {
   std::uint64_t Self() const;
   // Throws the thread's exit when the calling LMDX thread was killed (the runtime's blocking
   // calls check this when they return).
-  void ExitIfKilled() const;
+  void ExitIfKilled() const {
+    if (any_killed_.load(std::memory_order_acquire) && CallerKilled()) ExitKilled();
+  }
   // True when the calling LMDX thread was killed.
   bool CallerKilled() const;
+  [[noreturn]] static void ExitKilled();
 
   static int NodeOf(std::uint64_t id) { return static_cast<int>(id >> 40); }
   // Threads of this node started and not yet ended.
@@ -109,7 +112,9 @@ class Service {
 inline void* const kKilledResult = reinterpret_cast<void*>(static_cast<std::intptr_t>(-1));
 
 void Attach(net::Node& node, const Service::Options& options);
-Service* Current();
+// Set by Attach; read inline, as every call into LMDX asks it (api::Guard).
+inline std::atomic<Service*> current_service_pointer{nullptr};
+inline Service* Current() { return current_service_pointer.load(std::memory_order_acquire); }
 
 }  // namespace lmdx::threads
 

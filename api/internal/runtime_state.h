@@ -3,6 +3,7 @@
 
 #include <lmdx/lmdx.h>
 
+#include <atomic>
 #include <exception>
 #include <string>
 
@@ -13,8 +14,10 @@
 
 namespace lmdx::api {
 
-// The node of this process, or nullptr before lmdx_init and after lmdx_finalize.
-net::Node* CurrentNode();
+// The node of this process, or nullptr before lmdx_init and after lmdx_finalize. Read inline:
+// every call asks it.
+inline std::atomic<net::Node*> current_node{nullptr};
+inline net::Node* CurrentNode() { return current_node.load(std::memory_order_acquire); }
 
 // Reports a failed call by the error mode: in LMDX_ERRORS_ARE_FATAL prints one line naming the
 // call, the rank and the reason, and ends the process; otherwise records the text for
@@ -43,8 +46,15 @@ int Guard(const char* call, Body body) {
 // This node's typed-message ports, or nullptr when CurrentNode() is.
 net::Ports* CurrentPorts();
 
-// The node, or a failure NOT_INITIALIZED naming the call.
-net::Node& RequireNode(const char* call);
+// Throws NOT_INITIALIZED (after waiting for the job's end when it is ending).
+[[noreturn]] void ThrowNoNode();
+// The node, or a failure NOT_INITIALIZED (Guard names the call).
+inline net::Node& RequireNode(const char* /*call*/) {
+  net::Node* node = CurrentNode();
+  if (node == nullptr) [[unlikely]]
+    ThrowNoNode();
+  return *node;
+}
 
 // Ends the process after a peer was lost. When started by `lmdx run`, waits a moment first: the
 // launcher sees the process that really failed and stops the whole job with a line naming it,
