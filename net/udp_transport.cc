@@ -282,14 +282,12 @@ void UdpTransport::ResendLocked(int rank, const std::vector<std::uint32_t>& sequ
   const Peer& peer = peers_[static_cast<std::size_t>(rank)];
   for (std::uint32_t sequence : sequences) {
     if (auto segment = peer.channel->Stored(sequence)) {
-      // A segment of lent memory is acknowledged at once when it comes again: a sender waits
-      // for it, and it may fill the gap the others wait behind.
+      // A segment of lent memory (a lent frame's last segment among them, which always carries
+      // some) is acknowledged at once when it comes again: a sender waits for it, and it may
+      // fill the gap the others wait behind.
       std::span<const std::uint8_t> lent = LentBy(peer, sequence);
-      bool ack_at_once =
-          !lent.empty() ||
-          std::any_of(peer.lent_until.begin(), peer.lent_until.end(),
-                      [sequence](const LentUntil& waiting) { return waiting.last == sequence; });
-      TransmitLocked(rank, UdpDatagramHeader::kData, sequence, segment.get(), lent, ack_at_once);
+      TransmitLocked(rank, UdpDatagramHeader::kData, sequence, segment.get(), lent,
+                     /*ack_at_once=*/!lent.empty());
     }
   }
 }

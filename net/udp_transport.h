@@ -120,7 +120,7 @@ class UdpTransport : public Transport {
   static std::span<const std::uint8_t> LentBy(const Peer& peer, std::uint32_t sequence);
   // After an acknowledgement: forgets lent memory no segment kept refers to, and frees the
   // senders whose segments are all acknowledged.
-  void ReturnLentLocked(Peer& peer, AfterLock* after);
+  static void ReturnLentLocked(Peer& peer, AfterLock* after);
   // The peer is gone or the transport closes: senders of frames still queued, or waiting for
   // acknowledgements, learn that their frames may not have been delivered.
   static void FailSendersLocked(Peer& peer, AfterLock* after);

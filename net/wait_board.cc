@@ -46,14 +46,13 @@ Board& TheBoard() {
   return *board;
 }
 
-// Counts the calling OS thread as a program thread while it lives.
+// Counts the calling OS thread as a program thread while it lives (program_thread_counted says
+// whether it does).
 struct ProgramThreadMark {
-  bool counted = false;
   int os_thread = 0;
   std::uint64_t key = 0;
   void Uncount() {
-    if (!counted) return;
-    counted = false;
+    if (!program_thread_counted) return;
     program_thread_counted = false;
     Board& board = TheBoard();
     board.os_program_threads.fetch_sub(1, std::memory_order_relaxed);
@@ -92,7 +91,7 @@ class CallbacksInUse {
 
 Waiting::Waiting(const WaitReason* reason) : reason_(reason) {
   bool user_level = OnUserLevelThread();
-  if (!user_level && !program_thread_mark.counted) return;
+  if (!user_level && !program_thread_counted) return;
   thread_ = CurrentThreadKey();
   since_ns_ = CoarseMonotonicNs();
   Board& board = TheBoard();
@@ -116,9 +115,8 @@ Waiting::~Waiting() {
 }
 
 void NoteProgramThreadSlowly() {
-  if (program_thread_mark.counted || OnUserLevelThread()) return;
+  if (program_thread_counted || OnUserLevelThread()) return;
   ProgramThreadMark& mark = program_thread_mark;
-  mark.counted = true;
   program_thread_counted = true;
   mark.os_thread = static_cast<int>(::gettid());
   mark.key = CurrentThreadKey();
