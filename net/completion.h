@@ -132,6 +132,9 @@ class Completion {
                                                                            : Outcome::kTimedOut;
   }
   bool done() const { return done_.load(std::memory_order_acquire); }
+  // The calling thread waits for this and polls the network for it (DriveBriefly) right now:
+  // a Signal from it takes no lock and wakes nobody.
+  bool DrivenOnThisThread() const { return driven_here_ == this; }
   // The waiter is likely to wait again within microseconds once this is done (a message receive
   // in a conversation), so pollers whose arming costs system calls may stay disarmed for a while
   // after it (ProgressEngine::Poller::ArmsLazily). Requests whose answer lets the program compute

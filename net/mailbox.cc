@@ -148,6 +148,27 @@ void Mailbox::DeliverSmall(const SmallRaw& raw) {
   DeliverNumbered(message, raw.tag, raw.sequence);
 }
 
+bool Mailbox::DeliverSmallToThisThread(const SmallRaw& raw) {
+  if (raw.source < 0) return false;
+  std::lock_guard lock(mutex_);
+  SourceOrder& order = OrderOf(raw.source);
+  // Messages that came early would follow this one, to receives of other threads maybe.
+  if (raw.sequence != order.next || !order.early.empty()) return false;
+  for (Posted* posted = first_posted_; posted != nullptr; posted = posted->next) {
+    if (posted->claimed || !Matches(posted->source, posted->tag, raw.source, raw.tag)) continue;
+    if (raw.length > posted->capacity || !posted->done.DrivenOnThisThread()) return false;
+    CopySmall(posted->buffer, raw.payload, raw.length);
+    posted->result.code = LMDX_OK;
+    posted->result.source = raw.source;
+    posted->result.tag = raw.tag;
+    posted->result.length = raw.length;
+    Complete(posted);
+    ++order.next;
+    return true;
+  }
+  return false;
+}
+
 void Mailbox::DeliverNumbered(InboundMessage& message, int tag, std::uint64_t sequence) {
   int source = message.header.source;
   std::lock_guard lock(mutex_);

@@ -47,6 +47,10 @@ class Mailbox {
   // Progress thread: a small raw message came whole on the express lane; its payload is borrowed
   // for the call. Spares it the frame it would otherwise be built into.
   void DeliverSmall(const SmallRaw& raw);
+  // DeliverSmall, but only when raw completes a receive that the calling thread drives
+  // (Completion::DrivenOnThisThread): then nothing is woken and no lock but this one is taken, so
+  // a transport may call it inside its own lock. False, with nothing done, otherwise.
+  bool DeliverSmallToThisThread(const SmallRaw& raw);
   // A transport keeps a raw message's data at its sender until a receive names memory for it
   // (TransportHost::WakeOnNextReceive): the next receive posted calls on_posted (outside the lock),
   // which wakes whoever must look again. A receiving thread that parks never polls the network

@@ -67,6 +67,11 @@ class CountingHost : public TransportHost {
     CountFrom(raw.source);
     node_.OnRawMessage(raw);
   }
+  bool TakeRawForThisThread(const SmallRaw& raw) override {
+    if (!node_.TakeRawForThisThread(raw)) return false;
+    CountFrom(raw.source);
+    return true;
+  }
   void OnPeerLost(int rank, const std::string& why) override { node_.OnPeerLost(rank, why); }
   std::vector<std::uint64_t> Received() const {
     std::vector<std::uint64_t> counts;
@@ -721,6 +726,12 @@ void Node::CountReceived(MessageType type, std::uint64_t bytes) {
 void Node::OnRawMessage(const SmallRaw& raw) {
   CountReceived(MessageType::kRaw, RawBody::kSize + raw.length);
   mailbox_.DeliverSmall(raw);
+}
+
+bool Node::TakeRawForThisThread(const SmallRaw& raw) {
+  if (!mailbox_.DeliverSmallToThisThread(raw)) return false;
+  CountReceived(MessageType::kRaw, RawBody::kSize + raw.length);
+  return true;
 }
 
 void Node::OnMessage(InboundMessage&& message) {

@@ -206,6 +206,7 @@ class Node : public TransportHost {
   void WakeOnNextReceive() override { mailbox_.NoticeNextPost(); }
   void OnMessage(InboundMessage&& message) override;
   void OnRawMessage(const SmallRaw& raw) override;
+  bool TakeRawForThisThread(const SmallRaw& raw) override;
   void OnPeerLost(int rank, const std::string& why) override;
 
  private:

@@ -39,6 +39,12 @@ class TransportHost {
   // sender); its payload is borrowed for the call. A host without a way of its own takes it as
   // the raw frame it stands for.
   virtual void OnRawMessage(const SmallRaw& raw) { OnMessage(AsRawFrame(raw)); }
+  // The same, but called where the transport may not hand messages over (inside its own lock, in
+  // a network library's callback): it takes the message only when it completes a receive that
+  // the calling thread itself waits for and polls for, so it takes no lock but the mailbox's and
+  // wakes nobody. False leaves the message to the transport's usual way. Spares a small message
+  // the queue it would wait in until the transport's lock is let go.
+  virtual bool TakeRawForThisThread(const SmallRaw& /*raw*/) { return false; }
   // An authenticated peer's connection ended or failed.
   virtual void OnPeerLost(int rank, const std::string& why) = 0;
 };
