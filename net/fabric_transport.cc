@@ -60,7 +60,9 @@ FabricTransport::FabricTransport(ProgressEngine& engine, TransportHost& host,
       rank_(rank),
       size_(size),
       worker_(std::make_unique<internal::UcxWorker>(static_cast<std::size_t>(size),
-                                                    peers_on_this_host)) {
+                                                    peers_on_this_host)),
+      ucx_(Ucx()),
+      ucp_worker_(worker_->get()) {
   body_in_header_limit_ = std::min(worker_->max_am_header(), kBodyInHeaderLimit);
   if (body_in_header_limit_ < kAmHeaderSize) {
     throw Error(LMDX_ERR_NETWORK, "UCX allows active-message headers of only " +
@@ -326,7 +328,7 @@ bool FabricTransport::SendWithinCall(int dest, std::uint32_t flags, std::uint8_t
   param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
   param.datatype = ucp_dt_make_contig(1);
   ucs_status_ptr_t request =
-      Ucx().am_send_nbx(endpoint, internal::kFabricAmId, header, header_size, data, length, &param);
+      ucx_.am_send_nbx(endpoint, internal::kFabricAmId, header, header_size, data, length, &param);
   if (UCS_PTR_IS_ERR(request)) return false;  // not sent; Send meets any failure again
   if (request != nullptr) {
     // UCX started it after all: its memory is this stack's and the caller's until it ends.
@@ -389,7 +391,7 @@ void FabricTransport::OnSendDone(void* request, ucs_status_t status, void* user_
 
 bool FabricTransport::ProgressLocked() {
   bool any = false;
-  while (Ucx().worker_progress(worker_->get()) != 0) any = true;
+  while (ucx_.worker_progress(ucp_worker_) != 0) any = true;
   return any;
 }
 
@@ -400,19 +402,27 @@ bool FabricTransport::ProgressLocked() {
 bool FabricTransport::Poll() {
   bool progressed;
   bool to_deliver;
-  std::vector<QuickFrame> quick = std::move(quick_spare_);
+  // Touched only when frames came: a waiting thread polls millions of times a second, and most
+  // rounds bring nothing, or a message taken inside the callback.
+  std::vector<QuickFrame> quick;
   {
     std::lock_guard lock(ucx_mutex_);
     if (closing_) return false;
-    progressed = Ucx().worker_progress(worker_->get()) != 0;
-    CloseFailedEndpointsLocked();
-    quick.swap(quick_frames_);
+    progressed = ucx_.worker_progress(ucp_worker_) != 0;
+    if (!failed_endpoints_.empty()) CloseFailedEndpointsLocked();
+    if (!quick_frames_.empty()) {
+      quick = std::move(quick_spare_);
+      quick.swap(quick_frames_);
+    }
     // Asked in the same trip through the lock: a round that brings nothing or only quick frames
     // (most rounds of a conversation) then takes the lock once.
     to_deliver = HasRecordsLocked() || !peers_waiting_for_receives_.empty();
   }
-  bool found = HandOverQuickFrames(quick);
-  quick_spare_ = std::move(quick);
+  bool found = false;
+  if (!quick.empty()) {
+    found = HandOverQuickFrames(quick);
+    quick_spare_ = std::move(quick);
+  }
   if (to_deliver) found |= Deliver();
   return found || progressed;
 }

@@ -22,6 +22,7 @@
 namespace lmdx::net {
 namespace internal {
 class UcxWorker;
+struct UcxLibrary;
 }
 
 // The fabric transport: frames as UCX active messages (net/internal/ucx_am_header.h), over
@@ -163,6 +164,9 @@ class FabricTransport : public Transport, private ProgressEngine::Poller {
   int rank_;
   int size_;
   std::unique_ptr<internal::UcxWorker> worker_;
+  // Held here for the calls made on every poll and send: Ucx() checks the library each time.
+  const internal::UcxLibrary& ucx_;
+  ucp_worker_h ucp_worker_;
   std::size_t body_in_header_limit_;
   bool registered_ = false;  // the event descriptor and poller are with the engine
   std::atomic<std::int64_t> wait_for_receive_ms_{2};
