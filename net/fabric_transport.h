@@ -23,7 +23,7 @@ namespace lmdx::net {
 namespace internal {
 class UcxWorker;
 struct UcxLibrary;
-}
+}  // namespace internal
 
 // The fabric transport: frames as UCX active messages (net/internal/ucx_am_header.h), over
 // whatever UCX finds or UCX_TLS names (InfiniBand, RoCE, TCP, shared memory). One UCX context and

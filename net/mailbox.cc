@@ -144,19 +144,26 @@ void Mailbox::Deliver(InboundMessage&& message) {
 
 void Mailbox::DeliverSmall(const SmallRaw& raw) {
   if (raw.source < 0) return;
+  std::lock_guard lock(mutex_);
+  if (TakeSmallLocked(raw, /*only_this_thread=*/false)) return;
   InboundMessage message = BorrowedRawFrame(raw);
-  DeliverNumbered(message, raw.tag, raw.sequence);
+  DeliverNumberedLocked(message, raw.tag, raw.sequence);
 }
 
 bool Mailbox::DeliverSmallToThisThread(const SmallRaw& raw) {
   if (raw.source < 0) return false;
   std::lock_guard lock(mutex_);
+  return TakeSmallLocked(raw, /*only_this_thread=*/true);
+}
+
+bool Mailbox::TakeSmallLocked(const SmallRaw& raw, bool only_this_thread) {
   SourceOrder& order = OrderOf(raw.source);
-  // Messages that came early would follow this one, to receives of other threads maybe.
+  // Messages that came early follow this one, maybe to receives of other threads.
   if (raw.sequence != order.next || !order.early.empty()) return false;
   for (Posted* posted = first_posted_; posted != nullptr; posted = posted->next) {
     if (posted->claimed || !Matches(posted->source, posted->tag, raw.source, raw.tag)) continue;
-    if (raw.length > posted->capacity || !posted->done.DrivenOnThisThread()) return false;
+    if (raw.length > posted->capacity) return false;  // the frame's way reports the truncation
+    if (only_this_thread && !posted->done.DrivenOnThisThread()) return false;
     CopySmall(posted->buffer, raw.payload, raw.length);
     posted->result.code = LMDX_OK;
     posted->result.source = raw.source;
@@ -170,8 +177,12 @@ bool Mailbox::DeliverSmallToThisThread(const SmallRaw& raw) {
 }
 
 void Mailbox::DeliverNumbered(InboundMessage& message, int tag, std::uint64_t sequence) {
-  int source = message.header.source;
   std::lock_guard lock(mutex_);
+  DeliverNumberedLocked(message, tag, sequence);
+}
+
+void Mailbox::DeliverNumberedLocked(InboundMessage& message, int tag, std::uint64_t sequence) {
+  int source = message.header.source;
   SourceOrder& order = OrderOf(source);
   if (message.payload_placed) {
     // Place gave this message a posted receive's buffer: that receive is complete.

@@ -95,6 +95,12 @@ class Mailbox {
   SourceOrder& OrderOf(int source);  // callers hold mutex_
   // Deliver once the frame's tag and number are known.
   void DeliverNumbered(InboundMessage& message, int tag, std::uint64_t sequence);
+  void DeliverNumberedLocked(InboundMessage& message, int tag, std::uint64_t sequence);
+  // The common case of a small message: the next of its source, for a posted receive that can
+  // hold it, copied there without the frame it would otherwise be built into. only_this_thread:
+  // that receive must be the calling thread's own (DeliverSmallToThisThread). False, with
+  // nothing done, otherwise. Callers hold mutex_.
+  bool TakeSmallLocked(const SmallRaw& raw, bool only_this_thread);
   // Moves message into the queue only when no receive takes it; callers hold mutex_.
   void DeliverInOrder(InboundMessage& message, int tag);
   void Post(Posted* posted);  // appends; callers hold mutex_

@@ -316,6 +316,59 @@ TEST(MailboxTest, SmallRawMessagesAreNumberedWithFramesAndTheirPayloadIsCopied) 
   EXPECT_EQ(result.tag, 1);
 }
 
+// A transport inside its own lock may hand a small message only to a receive that its calling
+// thread drives (DeliverSmallToThisThread); any other receive gets it the usual way, and a
+// posted receive too small for a small message is told so, the message kept.
+TEST(MailboxTest, ASmallMessageGoesInsideATransportsLockOnlyToTheCallersOwnReceive) {
+  Mailbox mailbox;
+  std::atomic<int> posted{0};
+  mailbox.SetPostedHook([&] { ++posted; });
+  auto wait_until_posted = [&] {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (posted.load() == 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+    posted = 0;
+  };
+  char cell[16];
+  auto small = [&cell](const std::string& text, std::uint64_t sequence) {
+    std::memcpy(cell, text.data(), text.size());
+    return SmallRaw{5, 0, 0, sequence, reinterpret_cast<const std::uint8_t*>(cell), text.size()};
+  };
+
+  Mailbox::Result result;
+  std::string got;
+  mailbox.NoticeNextPost();
+  std::thread receiver([&] { got = Take(mailbox, 5, LMDX_ANY_TAG, &result); });
+  wait_until_posted();
+  // The receive is another thread's, which sleeps: refused, nothing taken.
+  EXPECT_FALSE(mailbox.DeliverSmallToThisThread(small("zero", 0)));
+  mailbox.DeliverSmall(small("zero", 0));
+  receiver.join();
+  EXPECT_EQ(result.code, LMDX_OK);
+  EXPECT_EQ(got, "zero");
+
+  // Nobody receives: refused too, and the message waits its turn.
+  EXPECT_FALSE(mailbox.DeliverSmallToThisThread(small("one", 1)));
+  mailbox.DeliverSmall(small("one", 1));
+  EXPECT_EQ(Take(mailbox, 5), "one");
+
+  // A posted receive too small for the next message.
+  Mailbox::Result truncated;
+  mailbox.NoticeNextPost();
+  std::thread tiny_receiver([&] {
+    char tiny[4];
+    truncated = mailbox.Receive(5, LMDX_ANY_TAG, tiny, sizeof tiny, /*wait=*/true);
+  });
+  wait_until_posted();
+  mailbox.DeliverSmall(small("twelve bytes", 2));
+  std::memset(cell, 'x', sizeof cell);
+  tiny_receiver.join();
+  EXPECT_EQ(truncated.code, LMDX_ERR_TRUNCATED);
+  EXPECT_EQ(truncated.length, 12u);
+  EXPECT_EQ(Take(mailbox, 5), "twelve bytes");
+}
+
 TEST(MailboxTest, LosingTheSourceFailsItsReceiver) {
   Mailbox mailbox;
   Mailbox::Result result;
