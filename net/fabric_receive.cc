@@ -36,6 +36,23 @@ void FabricTransport::Refuse(const std::string& why) {
 ucs_status_t FabricTransport::Arrived(const void* header_bytes, std::size_t header_length,
                                       void* data, std::size_t length,
                                       const ucp_am_recv_param_t* param) {
+  // A small raw message's header leads its data (internal/ucx_am_header.h). Its data is kept
+  // only as a copy: UCX's pointer to it is not where the payload starts.
+  bool header_in_data = header_length == 0;
+  if (header_in_data) {
+    if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0 ||
+        length < internal::kSmallRawHeaderSize) {
+      Refuse("it has no header and " + std::to_string(length) + " bytes of data");
+      return UCS_OK;
+    }
+    header_bytes = data;
+    header_length = internal::kSmallRawHeaderSize;
+    data = static_cast<std::uint8_t*>(data) + header_length;
+    length -= header_length;
+  } else if (header_length == internal::kSmallRawHeaderSize) {
+    Refuse("its small-message header came as UCX's header");
+    return UCS_OK;
+  }
   const auto* bytes = static_cast<const std::uint8_t*>(header_bytes);
   if (header_length < kAmPrefixSize) {
     Refuse("its header has " + std::to_string(header_length) + " bytes");
@@ -138,7 +155,8 @@ ucs_status_t FabricTransport::Arrived(const void* header_bytes, std::size_t head
     inbound->state = Inbound::State::kRendezvous;
     inbound->data = data;
     result = UCS_INPROGRESS;
-  } else if (length > 0 && (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) != 0) {
+  } else if (length > 0 && (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) != 0 &&
+             !header_in_data) {
     inbound->data = data;
     inbound->release_data = true;
     result = UCS_INPROGRESS;

@@ -301,10 +301,14 @@ bool FabricTransport::SendNow(int dest, OutgoingMessage& message) {
 // (internal/ucx_am_header.h).
 bool FabricTransport::SendRawNow(const SmallRaw& raw) {
   if (raw.length > kSendNowPayloadLimit) return false;
-  std::array<std::uint8_t, internal::kSmallRawHeaderSize> header;
-  RawBody{raw.tag, raw.sequence}.Write(header.data() + internal::kSmallRawBodyOffset);
-  return SendWithinCall(raw.destination, AmHeader::kSmallRaw, header.data(), header.size(),
-                        raw.payload, raw.length);
+  // The header leads the data (internal/ucx_am_header.h says why).
+  std::array<std::uint8_t, internal::kSmallRawHeaderSize + kSendNowPayloadLimit> message;
+  RawBody{raw.tag, raw.sequence}.Write(message.data() + internal::kSmallRawBodyOffset);
+  if (raw.length > 0) {
+    std::memcpy(message.data() + internal::kSmallRawHeaderSize, raw.payload, raw.length);
+  }
+  return SendWithinCall(raw.destination, AmHeader::kSmallRaw, message.data(), 0, message.data(),
+                        internal::kSmallRawHeaderSize + raw.length);
 }
 
 bool FabricTransport::SendWithinCall(int dest, std::uint32_t flags, std::uint8_t* header,
@@ -328,7 +332,8 @@ bool FabricTransport::SendWithinCall(int dest, std::uint32_t flags, std::uint8_t
   param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
   param.datatype = ucp_dt_make_contig(1);
   ucs_status_ptr_t request =
-      ucx_.am_send_nbx(endpoint, internal::kFabricAmId, header, header_size, data, length, &param);
+      ucx_.am_send_nbx(endpoint, internal::kFabricAmId, header_size > 0 ? header : nullptr,
+                       header_size, data, length, &param);
   if (UCS_PTR_IS_ERR(request)) return false;  // not sent; Send meets any failure again
   if (request != nullptr) {
     // UCX started it after all: its memory is this stack's and the caller's until it ends.

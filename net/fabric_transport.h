@@ -108,7 +108,8 @@ class FabricTransport : public Transport, private ProgressEngine::Poller {
   ucp_ep_h EndpointLocked(Peer& peer);
   // SendNow's and SendRawNow's send: header (its prefix filled in here: a frame's, with flags, or
   // with AmHeader::kSmallRaw a small raw message's) and data within this call, or nothing sent
-  // and false.
+  // and false. A small raw message's header leads its data: header points there, and
+  // header_size, UCX's header, is 0.
   bool SendWithinCall(int dest, std::uint32_t flags, std::uint8_t* header, std::size_t header_size,
                       const void* data, std::size_t length);
   // The endpoint, or nullptr when the transport closes or the peer is lost.

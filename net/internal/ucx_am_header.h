@@ -23,7 +23,10 @@ namespace lmdx::net::internal {
 // did not fit in UCX's header limit. Integers are little-endian.
 //
 // A small raw message (the express lane, net/message.h SmallRaw) has a shorter header of its
-// own, its data being the payload:
+// own, which leads the active message's data, the payload following it; UCX's own header for it
+// is empty. Over UCX's shared memory a message with no header of UCX's takes UCX's plainer short
+// send, one copy where a header took three pieces, and its plainer receive: an 8 B half round
+// trip went from 0.33-0.36 us to 0.29-0.30 in alternate runs.
 //
 //   offset size field
 //        0    8 pair token
@@ -32,11 +35,11 @@ namespace lmdx::net::internal {
 //       12    4 source rank
 //       16   12 raw body (RawBody: tag and number)
 //
-// Its length alone tells it apart: the others have 24 bytes (a goodbye) or 64 and more. At 28
-// bytes, a 64-byte message still fits in UCX's shared-memory element of 128 bytes (28 for UCX's
-// element header, 8 for UCP's active-message header, then payload and this header); with the
-// 24-byte prefix and the raw body (36 bytes) it did not, and took UCX's copy through a receive
-// descriptor, 0.43 us instead of 0.25.
+// It is told apart by UCX's header being empty: the others have 24 bytes (a goodbye) or 64 and
+// more there. At 28 bytes, a 64-byte message still fits in UCX's shared-memory element of 128 bytes
+// (28 for UCX's element header, 8 for UCP's active-message header, then payload and this header);
+// with the 24-byte prefix and the raw body (36 bytes) it did not, and took UCX's copy through a
+// receive descriptor, 0.43 us instead of 0.25.
 inline constexpr unsigned kFabricAmId = 0x4c4d;  // "LM"
 inline constexpr std::size_t kAmPrefixSize = 24;
 inline constexpr std::size_t kAmHeaderSize = kAmPrefixSize + kFrameHeaderSize;

@@ -72,8 +72,18 @@ TEST_P(FabricTest, AStrangersMessagesAreRefusedAndTheJobGoesOn) {
   EXPECT_NE(job.err.find("lmdx[rank 0]: fabric: refused a message: its header has 8 bytes"),
             std::string::npos)
       << job.err;
-  // The small and the rendezvous-sized forgery.
-  EXPECT_EQ(CountOf(job.err, "claims to come from rank 1 but its pair token is wrong"), 2)
+  // The small and the rendezvous-sized forgery, and the small-message form's.
+  EXPECT_EQ(CountOf(job.err, "claims to come from rank 1 but its pair token is wrong"), 3)
+      << job.err;
+  EXPECT_NE(job.err.find("refused a message: it has no header and 5 bytes of data"),
+            std::string::npos)
+      << job.err;
+  // The small-message form large enough for UCX's rendezvous: its data is not at hand to read.
+  EXPECT_NE(job.err.find("refused a message: it has no header and 4194332 bytes of data"),
+            std::string::npos)
+      << job.err;
+  EXPECT_NE(job.err.find("refused a message: its small-message header came as UCX's header"),
+            std::string::npos)
       << job.err;
   EXPECT_NE(job.err.find("claims to come from rank 7, which is not another rank of this job"),
             std::string::npos)

@@ -1,7 +1,9 @@
 // Rank 1 plays a stranger on the fabric: from a UCX worker of its own, which knows rank 0's
 // advertised address but not the job secret, it sends rank 0 active messages with LMDX's id: one
 // too short to hold a header, a frame with a made-up pair token (small, then large enough for
-// UCX's rendezvous), and one claiming a rank the job does not have. None may reach the program.
+// UCX's rendezvous), and one claiming a rank the job does not have. Then the small-message form,
+// whose header leads the data: too short, with a made-up token, large enough for the rendezvous,
+// and its header sent as UCX's. None may reach the program.
 // Then rank 1 sends a real message; rank 0 must receive exactly it and nothing else. Both print
 // "verified" at the end. Run with LMDX_TRANSPORT=fabric and 2 nodes.
 #include <lmdx/lmdx.h>
@@ -58,6 +60,18 @@ std::vector<std::uint8_t> ForgedHeader(std::int32_t claimed_source, std::size_t 
   frame.payload_length = payload;
   lmdx::net::EncodeFrameHeader(frame, header.data() + 24);
   return header;
+}
+
+// A small raw message's header (net/internal/ucx_am_header.h) with a token of the stranger's
+// choosing, and payload bytes after it.
+std::vector<std::uint8_t> ForgedSmallMessage(std::size_t payload) {
+  std::vector<std::uint8_t> message(28 + payload, 's');
+  PutLittle(message, 0, 0x0123456789abcdefULL, 8);  // a guess at the pair token
+  PutLittle(message, 8, 0, 4);                      // sequence
+  PutLittle(message, 12, 1, 4);                     // source
+  PutLittle(message, 16, 0, 4);                     // tag
+  PutLittle(message, 20, 0, 8);                     // raw sequence
+  return message;
 }
 
 // A UCX worker that is no part of the job.
@@ -120,6 +134,11 @@ int main(int argc, char** argv) {
       stranger.Send(ForgedHeader(1, 5), std::vector<std::uint8_t>(5, 'x'));
       stranger.Send(ForgedHeader(1, 4 << 20), std::vector<std::uint8_t>(4 << 20, 'y'));
       stranger.Send(ForgedHeader(7, 5), std::vector<std::uint8_t>(5, 'z'));
+      stranger.Send({}, std::vector<std::uint8_t>(5, 'h'));
+      stranger.Send({}, ForgedSmallMessage(5));
+      stranger.Send({}, ForgedSmallMessage(4 << 20));
+      std::vector<std::uint8_t> as_header = ForgedSmallMessage(0);
+      stranger.Send(as_header, std::vector<std::uint8_t>(5, 'u'));
     }
     std::printf("rank 1: the stranger's messages went out\n");
     // The stranger's messages came by another endpoint: give rank 0 time to have read them
