@@ -381,8 +381,7 @@ bool FabricTransport::HandOverQuickFrames(std::vector<QuickFrame>& frames) {
   int failed_source = -1;  // a peer lost here: its later frames are not handed over
   for (QuickFrame& quick : frames) {
     if (quick.header.source == failed_source) continue;
-    if (quick.header.type == MessageType::kRaw && quick.header.body_length == RawBody::kSize &&
-        quick.header.request_id == 0 && quick.header.flags == 0) {
+    if (StandsForSmallRaw(quick.header)) {
       // A raw frame that carries nothing besides what a small raw message does, sent on the
       // express lane or not: it skips the frame.
       RawBody raw = RawBody::Read(quick.bytes.data());

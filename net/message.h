@@ -84,6 +84,14 @@ struct SmallRaw {
   std::size_t length = 0;
 };
 
+// A raw frame that carries nothing besides what a small raw message does (a tag and number, and
+// a payload small enough): a receiver may hand it over as one (TransportHost::OnRawMessage).
+inline bool StandsForSmallRaw(const FrameHeader& header) {
+  return header.type == MessageType::kRaw && header.body_length == RawBody::kSize &&
+         header.request_id == 0 && header.flags == 0 &&
+         header.payload_length <= SmallRaw::kMaxPayload;
+}
+
 // The raw frame a small raw message stands for, its payload still borrowed: for hosts and paths
 // that take frames only.
 InboundMessage AsRawFrame(const SmallRaw& raw);

@@ -56,6 +56,9 @@ class UdpTransport : public Transport {
   wire::Endpoint LocalEndpoint() const override;
   void SetJobTable(const wire::JobTable& table) override;
   void Send(int dest, OutgoingMessage message, bool may_block) override;
+  // A frame that fits one segment, to a peer with nothing queued and room in its window: copied
+  // into a segment of its own and sent within the call.
+  bool SendNow(int dest, OutgoingMessage& message) override;
   void Close() override;
 
   static constexpr int kLingerMs = 1000;
@@ -110,6 +113,7 @@ class UdpTransport : public Transport {
   // One datagram from the socket; in-order segments for the frame reader go to *ready.
   void HandleDatagramLocked(const std::uint8_t* data, std::size_t size, std::int64_t now,
                             std::vector<Arrived>* ready, AfterLock* after);
+  static std::size_t SegmentNeedLocked(const Peer& peer);
   // Moves queued frames into segments while the window allows.
   void PumpLocked(int rank, std::int64_t now, AfterLock* after);
   // lent: the bytes of the caller's memory the datagram carries after the segment's own.

@@ -12,15 +12,34 @@ bool FrameReader::Feed(const std::uint8_t* data, std::size_t size, std::string* 
   while (size > 0) {
     switch (state_) {
       case State::kHeader: {
-        std::size_t take = std::min(size, kFrameHeaderSize - header_got_);
-        std::memcpy(header_bytes_ + header_got_, data, take);
-        header_got_ += take;
-        data += take;
-        size -= take;
-        if (header_got_ < kFrameHeaderSize) break;
-        header_got_ = 0;
-        auto header = CheckIncomingHeader(header_bytes_, peer_, me_, link_, error);
+        // Read where it lies when the piece holds it whole, else gathered across pieces.
+        const std::uint8_t* header_at = data;
+        if (header_got_ == 0 && size >= kFrameHeaderSize) {
+          data += kFrameHeaderSize;
+          size -= kFrameHeaderSize;
+        } else {
+          std::size_t take = std::min(size, kFrameHeaderSize - header_got_);
+          std::memcpy(header_bytes_ + header_got_, data, take);
+          header_got_ += take;
+          data += take;
+          size -= take;
+          if (header_got_ < kFrameHeaderSize) break;
+          header_got_ = 0;
+          header_at = header_bytes_;
+        }
+        auto header = CheckIncomingHeader(header_at, peer_, me_, link_, error);
         if (!header) return false;
+        std::uint64_t rest = header->body_length + header->payload_length;
+        if (StandsForSmallRaw(*header) && size >= rest) {
+          // Whole in this piece: handed over as the small raw message it stands for, its payload
+          // read where it lies, without the frame, its body and a buffer of its own.
+          RawBody raw = RawBody::Read(data);
+          host_.OnRawMessage(SmallRaw{peer_, me_, raw.tag, raw.sequence, data + RawBody::kSize,
+                                      static_cast<std::size_t>(header->payload_length)});
+          data += rest;
+          size -= static_cast<std::size_t>(rest);
+          break;
+        }
         current_ = InboundMessage{};
         current_.header = *header;
         if (header->body_length > 0) {

@@ -13,7 +13,8 @@ namespace lmdx::net::internal {
 
 // Cuts an in-order byte stream from one peer into frames and hands each, whole, to the host:
 // for transports whose pieces do not follow frame boundaries (udp's segments). Each payload
-// lands straight in the memory the receiver named, if it named any.
+// lands straight in the memory the receiver named, if it named any. A small raw frame that lies
+// whole in one piece goes to the host as the small raw message it stands for (OnRawMessage).
 class FrameReader {
  public:
   // link names what carries the stream, for errors ("udp").

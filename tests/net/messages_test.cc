@@ -151,6 +151,18 @@ TEST(HintsTest, OrderHoldsAcrossNetworks) {
   EXPECT_EQ(CountOf(job.out, "rank 1 order verified over 300 messages\n"), 1) << job.out;
 }
 
+// Over udp alone, with segments so small that frames sent in a burst straddle them: a small
+// raw frame whole in its segment is handed over as a small message, one cut across two is
+// gathered into a frame, and both keep their order, tags and bytes.
+TEST(HintsTest, OrderHoldsOverUdpWhoseSegmentsCutFrames) {
+  Networks networks("udp");
+  ::setenv("LMDX_UDP_SEGMENT", "300", 1);
+  JobResult job = RunJob(Tagged(), 2, {"order"});
+  ::unsetenv("LMDX_UDP_SEGMENT");
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  EXPECT_EQ(CountOf(job.out, "rank 1 order verified over 300 messages\n"), 1) << job.out;
+}
+
 // The unhinted quarter goes over fabric, whose small messages a polling receiver takes inside
 // UCX's callback: one that overtook an earlier message of another network must still wait.
 TEST(HintsTest, OrderHoldsAcrossNetworksWhenThePairIsOnFabric) {
