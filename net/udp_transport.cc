@@ -164,7 +164,9 @@ void UdpTransport::Send(int dest, OutgoingMessage message, bool /*may_block*/) {
 }
 
 // The sender of borrowed memory is spared its wait for on_sent (a completion, a callback and a
-// trip through the lock more): an 8 B ping-pong's half round trip went from 7.1 us to 6.x here.
+// trip through the lock more): an 8 B ping-pong's half round trip went from 7.64 us to 7.12 in
+// alternate runs here (medians of 6), and to 5.76 from 6.61 with the frame reader's small
+// messages too.
 bool UdpTransport::SendNow(int dest, OutgoingMessage& message) {
   std::uint8_t header[kFrameHeaderSize];
   std::uint64_t total = internal::SealOutgoingHeader(message, rank_, header);
