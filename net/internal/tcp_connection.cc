@@ -199,6 +199,10 @@ bool TcpConnection::ConsumeBuffered() {
     std::size_t available = end_ - begin_;
     switch (read_state_) {
       case ReadState::kHeader: {
+        if (header_got_ == 0 && available >= kFrameHeaderSize) {
+          if (!TakeWholeFrameHeader(available)) return false;
+          break;
+        }
         std::size_t take = std::min(available, kFrameHeaderSize - header_got_);
         std::memcpy(header_bytes_ + header_got_, buffer_.data() + begin_, take);
         header_got_ += take;
@@ -229,6 +233,32 @@ bool TcpConnection::ConsumeBuffered() {
   return true;
 }
 
+// A header that lies whole in the buffer is read there; a small raw frame whole after it goes to
+// the host as the small raw message it stands for (OnRawMessage), its payload read from the
+// buffer: no frame, body or payload buffer, and one pass of ConsumeBuffered's loop (each takes the
+// lock) instead of three. As udp's frame reader does; at 8 B it measured 6.23 us against 6.12
+// (medians of 10 alternate runs), inside the machine's swings.
+bool TcpConnection::TakeWholeFrameHeader(std::size_t available) {
+  const std::uint8_t* at = buffer_.data() + begin_;
+  std::string error;
+  auto header = CheckIncomingHeader(at, peer_rank_, my_rank_, "the connection", &error);
+  if (!header) {
+    Close(error);
+    return false;
+  }
+  std::uint64_t rest = header->body_length + header->payload_length;
+  if (StandsForSmallRaw(*header) && available - kFrameHeaderSize >= rest) {
+    RawBody raw = RawBody::Read(at + kFrameHeaderSize);
+    host_.OnRawMessage(SmallRaw{peer_rank_, my_rank_, raw.tag, raw.sequence,
+                                at + kFrameHeaderSize + RawBody::kSize,
+                                static_cast<std::size_t>(header->payload_length)});
+    begin_ += kFrameHeaderSize + static_cast<std::size_t>(rest);
+    return true;
+  }
+  begin_ += kFrameHeaderSize;
+  return StartFrame(*header);
+}
+
 bool TcpConnection::OnHeader() {
   header_got_ = 0;
   std::string error;
@@ -237,10 +267,14 @@ bool TcpConnection::OnHeader() {
     Close(error);
     return false;
   }
+  return StartFrame(*header);
+}
+
+bool TcpConnection::StartFrame(const FrameHeader& header) {
   current_ = InboundMessage{};
-  current_.header = *header;
-  if (header->body_length > 0) {
-    current_.body.reserve(header->body_length);
+  current_.header = header;
+  if (header.body_length > 0) {
+    current_.body.reserve(header.body_length);
     read_state_ = ReadState::kBody;
     return true;
   }

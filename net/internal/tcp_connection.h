@@ -71,6 +71,9 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   bool ConsumeBuffered();  // false once the connection closed
   bool FeedHandshake();
   bool OnHeader();
+  // The header lies whole at begin_ with `available` bytes from there.
+  bool TakeWholeFrameHeader(std::size_t available);
+  bool StartFrame(const FrameHeader& header);
   bool StartPayloadOrDeliver();
   void Deliver();
   // Writes queued frames while this thread holds the writer role.
