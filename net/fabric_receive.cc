@@ -123,9 +123,12 @@ ucs_status_t FabricTransport::Arrived(const void* header_bytes, std::size_t head
   bool rendezvous = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
   bool next_in_order = !rendezvous && am->sequence == peer.next_receive && peer.arrived.empty();
   if (next_in_order && (am->flags & AmHeader::kSmallRaw) != 0 && header_body == RawBody::kSize &&
-      quick_frames_.empty()) {
+      quick_frames_.empty() && engine_.InDispatch()) {
     // Most often the receive it completes is this very thread's, polling in lmdx_recv: it takes
-    // the message here, straight from UCX's memory.
+    // the message here, straight from UCX's memory. Only while this thread dispatches (it holds
+    // the dispatch lock), as every hand-over does: no other thread is then between taking this
+    // peer's earlier frames out and handing them over, and the node's counters have one writer.
+    // (A driver that arms the worker as its drive ends polls UCX outside the dispatch lock.)
     RawBody raw = RawBody::Read(bytes + body_offset);
     if (host_.TakeRawForThisThread(SmallRaw{peer.rank, rank_, raw.tag, raw.sequence,
                                             static_cast<const std::uint8_t*>(data), length})) {

@@ -236,7 +236,10 @@ void UdpTransport::PumpLocked(int rank, std::int64_t now, AfterLock* after) {
           front.sent_lent = true;
           break;
         }
-        if (segment->capacity() == 0) segment->reserve(SegmentNeedLocked(peer));
+        if (segment->capacity() == 0) {
+          // This piece is counted out of the queue already.
+          segment->reserve(std::min(peer.segment_bytes, take + SegmentNeedLocked(peer)));
+        }
         segment->insert(segment->end(), from, from + take);
       }
       if (front.offset < front.total) break;
