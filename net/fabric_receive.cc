@@ -384,13 +384,9 @@ bool FabricTransport::HandOverQuickFrames(std::vector<QuickFrame>& frames) {
   int failed_source = -1;  // a peer lost here: its later frames are not handed over
   for (QuickFrame& quick : frames) {
     if (quick.header.source == failed_source) continue;
-    if (StandsForSmallRaw(quick.header)) {
-      // A raw frame that carries nothing besides what a small raw message does, sent on the
-      // express lane or not: it skips the frame.
-      RawBody raw = RawBody::Read(quick.bytes.data());
-      host_.OnRawMessage(SmallRaw{quick.header.source, rank_, raw.tag, raw.sequence,
-                                  quick.bytes.data() + RawBody::kSize,
-                                  static_cast<std::size_t>(quick.header.payload_length)});
+    // A raw frame that carries nothing besides what a small raw message does, sent on the
+    // express lane or not, skips the frame.
+    if (internal::HandOverSmallRaw(host_, quick.header, quick.bytes.data(), quick.bytes.size())) {
       continue;
     }
     InboundMessage message;

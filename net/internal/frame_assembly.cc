@@ -56,6 +56,17 @@ bool TakePayloadFrom(const std::uint8_t* bytes, TransportHost& host, InboundMess
   return true;
 }
 
+std::size_t HandOverSmallRaw(TransportHost& host, const FrameHeader& header,
+                             const std::uint8_t* rest, std::size_t available) {
+  std::uint64_t size = header.body_length + header.payload_length;
+  if (!StandsForSmallRaw(header) || available < size) return 0;
+  RawBody raw = RawBody::Read(rest);
+  host.OnRawMessage(SmallRaw{header.source, header.destination, raw.tag, raw.sequence,
+                             rest + RawBody::kSize,
+                             static_cast<std::size_t>(header.payload_length)});
+  return static_cast<std::size_t>(size);
+}
+
 std::uint64_t SealOutgoingHeader(OutgoingMessage& message, int source,
                                  std::uint8_t out[kFrameHeaderSize]) {
   message.header.body_length = static_cast<std::uint32_t>(message.body.size());

@@ -1,6 +1,7 @@
 #ifndef LMDX_NET_INTERNAL_FRAME_ASSEMBLY_H_
 #define LMDX_NET_INTERNAL_FRAME_ASSEMBLY_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -30,6 +31,14 @@ bool PreparePayload(TransportHost& host, InboundMessage& message, std::string* e
 // PreparePayload says. False, with *error, when no buffer could be had.
 bool TakePayloadFrom(const std::uint8_t* bytes, TransportHost& host, InboundMessage& message,
                      std::string* error);
+
+// A checked header of a raw frame that stands for a small raw message (StandsForSmallRaw), its
+// body and payload whole at rest (available bytes from there): the frame goes to the host as that
+// message (TransportHost::OnRawMessage), its payload read where it lies, without the frame, its
+// body or a buffer of its own. Returns the bytes it took after the header; 0, with nothing done,
+// when the frame is not such a one or not whole there.
+std::size_t HandOverSmallRaw(TransportHost& host, const FrameHeader& header,
+                             const std::uint8_t* rest, std::size_t available);
 
 // The sending side's step: fills in the header's lengths and source from the message and encodes
 // it into out. Returns the frame's whole size (header, body and payload): what must be written.

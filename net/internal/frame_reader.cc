@@ -29,15 +29,9 @@ bool FrameReader::Feed(const std::uint8_t* data, std::size_t size, std::string* 
         }
         auto header = CheckIncomingHeader(header_at, peer_, me_, link_, error);
         if (!header) return false;
-        std::uint64_t rest = header->body_length + header->payload_length;
-        if (StandsForSmallRaw(*header) && size >= rest) {
-          // Whole in this piece: handed over as the small raw message it stands for, its payload
-          // read where it lies, without the frame, its body and a buffer of its own.
-          RawBody raw = RawBody::Read(data);
-          host_.OnRawMessage(SmallRaw{peer_, me_, raw.tag, raw.sequence, data + RawBody::kSize,
-                                      static_cast<std::size_t>(header->payload_length)});
-          data += rest;
-          size -= static_cast<std::size_t>(rest);
+        if (std::size_t taken = HandOverSmallRaw(host_, *header, data, size)) {
+          data += taken;
+          size -= taken;
           break;
         }
         current_ = InboundMessage{};

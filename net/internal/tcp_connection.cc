@@ -246,16 +246,12 @@ bool TcpConnection::TakeWholeFrameHeader(std::size_t available) {
     Close(error);
     return false;
   }
-  std::uint64_t rest = header->body_length + header->payload_length;
-  if (StandsForSmallRaw(*header) && available - kFrameHeaderSize >= rest) {
-    RawBody raw = RawBody::Read(at + kFrameHeaderSize);
-    host_.OnRawMessage(SmallRaw{peer_rank_, my_rank_, raw.tag, raw.sequence,
-                                at + kFrameHeaderSize + RawBody::kSize,
-                                static_cast<std::size_t>(header->payload_length)});
-    begin_ += kFrameHeaderSize + static_cast<std::size_t>(rest);
+  begin_ += kFrameHeaderSize;
+  if (std::size_t taken =
+          HandOverSmallRaw(host_, *header, at + kFrameHeaderSize, available - kFrameHeaderSize)) {
+    begin_ += taken;
     return true;
   }
-  begin_ += kFrameHeaderSize;
   return StartFrame(*header);
 }
 
