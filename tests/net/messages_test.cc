@@ -6,6 +6,7 @@
 #include <string>
 
 #include "tests/testing/job_runner.h"
+#include "tests/testing/scoped_env.h"
 
 namespace lmdx::testing {
 namespace {
@@ -156,9 +157,8 @@ TEST(HintsTest, OrderHoldsAcrossNetworks) {
 // gathered into a frame, and both keep their order, tags and bytes.
 TEST(HintsTest, OrderHoldsOverUdpWhoseSegmentsCutFrames) {
   Networks networks("udp");
-  ::setenv("LMDX_UDP_SEGMENT", "300", 1);
+  ScopedEnv segment("LMDX_UDP_SEGMENT", "300");
   JobResult job = RunJob(Tagged(), 2, {"order"});
-  ::unsetenv("LMDX_UDP_SEGMENT");
   ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
   EXPECT_EQ(CountOf(job.out, "rank 1 order verified over 300 messages\n"), 1) << job.out;
 }
