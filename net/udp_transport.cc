@@ -58,6 +58,16 @@ void SetBuffer(int fd, int option, int force_option, int bytes) {
   }
 }
 
+// LMDX_UDP_SPLICE=0 copies lent memory into the kernel as any other; unset or 1, it goes
+// without a copy where the kernel can take its pages.
+bool SpliceWanted() {
+  const char* text = std::getenv("LMDX_UDP_SPLICE");
+  if (text == nullptr || *text == '\0' || std::string(text) == "1") return true;
+  if (std::string(text) == "0") return false;
+  throw Error(LMDX_ERR_INVALID_ARGUMENT,
+              "LMDX_UDP_SPLICE must be 0 or 1, not \"" + std::string(text) + "\"");
+}
+
 Fd BindUdp(const std::string& host) {
   sockaddr_in address = internal::ParseHostPort(host + ":1");
   address.sin_port = 0;
@@ -86,7 +96,8 @@ UdpTransport::UdpTransport(ProgressEngine& engine, TransportHost& host, const Jo
       rank_(rank),
       size_(size),
       socket_(BindUdp(bind_host)),
-      faults_(internal::UdpFaults::FromEnvironment(static_cast<std::uint64_t>(::getpid()))) {
+      faults_(internal::UdpFaults::FromEnvironment(static_cast<std::uint64_t>(::getpid()))),
+      splicer_(internal::LocalAddress(socket_.get()), SpliceWanted()) {
   local_address_ = internal::FormatAddress(internal::LocalAddress(socket_.get()));
   if (faults_.any())
     LogLine("udp: injecting faults into outgoing datagrams: " + faults_.Describe());
@@ -228,6 +239,10 @@ void UdpTransport::PumpLocked(int rank, std::int64_t now, AfterLock* after) {
         } else {
           from = static_cast<const std::uint8_t*>(message.payload.data) + (front.offset - body_end);
           left = front.total - front.offset;
+          // A lent piece ends where one splice can carry it.
+          std::size_t spliceable =
+              front.lent ? splicer_.LentRoom(UdpDatagramHeader::kSize + segment->size(), from) : 0;
+          if (spliceable > 0) left = std::min<std::uint64_t>(left, spliceable);
         }
         auto take = static_cast<std::size_t>(std::min<std::uint64_t>(left, room));
         front.offset += take;
@@ -346,6 +361,13 @@ void UdpTransport::SendDatagramLocked(const sockaddr_in& to, const std::uint8_t*
     if (size > 0) pieces[count++] = {const_cast<std::uint8_t*>(data), size};
     if (!tail.empty()) {
       pieces[count++] = {const_cast<std::uint8_t*>(tail.data()), tail.size()};
+    }
+    if (!tail.empty()) {
+      switch (splicer_.Send(address, std::span(pieces, count - 1), tail)) {
+        case internal::UdpSplicer::Outcome::kSent: ++spliced_sends_; return;
+        case internal::UdpSplicer::Outcome::kLost: ++send_failures_; return;
+        case internal::UdpSplicer::Outcome::kNotSpliced: break;
+      }
     }
     msghdr message{};
     message.msg_name = const_cast<sockaddr_in*>(&address);
@@ -586,7 +608,8 @@ void UdpTransport::Close() {
       LogLine("udp: " + std::to_string(segments_sent_) + " segments sent, " +
               std::to_string(resent) + " sent again, " + std::to_string(send_failures_) +
               " refused by a full socket buffer, " + std::to_string(lent_segments_sent_) +
-              " from lent memory; timeouts (ms)" + rtos);
+              " from lent memory, " + std::to_string(spliced_sends_) +
+              " sends of lent memory spliced; timeouts (ms)" + rtos);
     }
   }
   engine_.Remove(socket_.get());

@@ -20,6 +20,7 @@
 #include "net/internal/reliable_channel.h"
 #include "net/internal/udp_datagram.h"
 #include "net/internal/udp_faults.h"
+#include "net/internal/udp_splice.h"
 #include "net/job_secret.h"
 #include "net/progress_engine.h"
 #include "net/transport.h"
@@ -40,7 +41,10 @@ namespace lmdx::net {
 // borrowed payload with on_sent, kLendFrom bytes or more) goes out from the caller's own memory,
 // which stays lent until the peer has acknowledged its last segment. That segment asks for the
 // acknowledgement at once. On loopback the copy was a quarter of a large message's time, and the
-// wait for the acknowledgement costs a round trip per large message. Frames wait in a queue while
+// wait for the acknowledgement costs a round trip per large message. Where the kernel can take
+// lent memory's pages, it does not copy them either (net/internal/udp_splice.h;
+// LMDX_UDP_SPLICE=0 turns that off): a segment's lent bytes then end where one splice's pages
+// do. Frames wait in a queue while
 // the window is full; acknowledgements, processed by the progress thread, move them on, so Send
 // never blocks.
 //
@@ -154,6 +158,7 @@ class UdpTransport : public Transport {
   std::vector<Peer> peers_;  // by rank; empty until the job table is known
   std::vector<int> active_;  // ranks whose channel exists, in the order they were opened
   internal::UdpFaults faults_;
+  internal::UdpSplicer splicer_;
   std::vector<std::uint8_t> held_back_;  // a datagram the fault injector reorders
   sockaddr_in held_back_to_{};
   bool closing_ = false;
@@ -161,6 +166,7 @@ class UdpTransport : public Transport {
   std::int64_t timer_due_ms_ = -1;
   std::uint64_t segments_sent_ = 0;
   std::uint64_t lent_segments_sent_ = 0;  // first sends that carried lent memory
+  std::uint64_t spliced_sends_ = 0;       // sends whose lent memory went without a copy
   std::uint64_t send_failures_ = 0;
   LogLimiter strangers_{"udp datagrams from strangers"};
 };

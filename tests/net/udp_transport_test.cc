@@ -3,6 +3,7 @@
 // against what was sent; the DSM program checks its grid against a sequential reference.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <regex>
 #include <string>
 #include <vector>
@@ -55,9 +56,29 @@ TEST(UdpTransportTest, EveryFrameOnceAndInOrderUnderFivePercentLoss) {
   for (long count : resent) EXPECT_GT(count, 0) << job.err;
 }
 
+// What rank 0's statistics line says of its sends from lent memory.
+struct LentSends {
+  long resent = 0;
+  long lent = 0;
+  long spliced = 0;
+};
+std::optional<LentSends> SenderStatistics(const std::string& err) {
+  std::smatch line;
+  if (!std::regex_search(
+          err, line,
+          std::regex(R"(\[rank 0\]: udp: [0-9]+ segments sent, ([0-9]+) sent again, [0-9]+ )"
+                     R"(refused by a full socket buffer, ([0-9]+) from lent memory, ([0-9]+) )"
+                     R"(sends of lent memory spliced)"))) {
+    return std::nullopt;
+  }
+  return LentSends{std::stol(line[1].str()), std::stol(line[2].str()), std::stol(line[3].str())};
+}
+
 // A large message goes out from the sender's own buffer, which stays lent until the receiver
 // has acknowledged all of it: lmdx_send returns only then, so a resend after a loss never reads
-// the next message's bytes, which the program writes into the buffer at once.
+// the next message's bytes, which the program writes into the buffer at once. The kernel takes
+// the buffer's pages without a copy and reads them only when the receiver reads the datagram,
+// so a datagram read after the buffer was written again would carry the next message's bytes.
 TEST(UdpTransportTest, ASendersBufferIsFreeOnceLmdxSendReturnsEvenUnderLoss) {
   ScopedEnv transport("LMDX_TRANSPORT", "udp");
   ScopedEnv faults("LMDX_UDP_FAULTS", "loss=10,duplicate=1,reorder=2");
@@ -65,15 +86,29 @@ TEST(UdpTransportTest, ASendersBufferIsFreeOnceLmdxSendReturnsEvenUnderLoss) {
   JobResult job = RunJob(BinaryFromEnv("REUSED_BUFFER"), 2, {"1048576", "16"});
   ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
   EXPECT_NE(job.out.find("rank 1 verified 16 messages"), std::string::npos) << job.out;
-  std::smatch sender;
-  ASSERT_TRUE(std::regex_search(
-      job.err, sender,
-      std::regex(R"(\[rank 0\]: udp: [0-9]+ segments sent, ([0-9]+) sent again, [0-9]+ )"
-                 R"(refused by a full socket buffer, ([0-9]+) from lent memory)")))
-      << job.err;
-  EXPECT_GT(std::stol(sender[1].str()), 0) << "rank 0 never sent a segment again\n" << job.err;
-  // 16 frames of 1 MiB, each at least 16 segments of at most 64 KiB, went out of the buffer.
-  EXPECT_GE(std::stol(sender[2].str()), 16 * 16) << job.err;
+  std::optional<LentSends> sender = SenderStatistics(job.err);
+  ASSERT_TRUE(sender) << job.err;
+  EXPECT_GT(sender->resent, 0) << "rank 0 never sent a segment again\n" << job.err;
+  // 16 frames of 1 MiB, each at least 16 segments of at most 64 KiB, went out of the buffer,
+  // all but the last few bytes of each without a copy.
+  EXPECT_GE(sender->lent, 16 * 16) << job.err;
+  EXPECT_GE(sender->spliced, 16 * 16) << job.err;
+}
+
+// With LMDX_UDP_SPLICE=0 lent memory is copied into the kernel, and still not read after
+// lmdx_send returns.
+TEST(UdpTransportTest, LentMemoryIsCopiedWhenSplicingIsOff) {
+  ScopedEnv transport("LMDX_TRANSPORT", "udp");
+  ScopedEnv splice("LMDX_UDP_SPLICE", "0");
+  ScopedEnv faults("LMDX_UDP_FAULTS", "loss=5,reorder=2");
+  ScopedEnv stats("LMDX_TRANSPORT_STATS", "1");
+  JobResult job = RunJob(BinaryFromEnv("REUSED_BUFFER"), 2, {"1048576", "8"});
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  EXPECT_NE(job.out.find("rank 1 verified 8 messages"), std::string::npos) << job.out;
+  std::optional<LentSends> sender = SenderStatistics(job.err);
+  ASSERT_TRUE(sender) << job.err;
+  EXPECT_GE(sender->lent, 8 * 16) << job.err;
+  EXPECT_EQ(sender->spliced, 0) << job.err;
 }
 
 // The receiver dies while rank 0 is inside lent sends, waiting for acknowledgements that will
@@ -126,6 +161,14 @@ TEST(UdpTransportTest, BadSettingsAreNamed) {
     EXPECT_NE(job.exit_code, 0);
     EXPECT_NE(job.err.find("LMDX_UDP_SEGMENT must be a number of bytes from 256"),
               std::string::npos)
+        << job.err;
+  }
+  {
+    ScopedEnv transport("LMDX_TRANSPORT", "udp");
+    ScopedEnv splice("LMDX_UDP_SPLICE", "yes");
+    JobResult job = RunJob(Exchange(), 2, {"1000"});
+    EXPECT_NE(job.exit_code, 0);
+    EXPECT_NE(job.err.find("LMDX_UDP_SPLICE must be 0 or 1, not \"yes\""), std::string::npos)
         << job.err;
   }
 }

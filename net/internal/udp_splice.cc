@@ -1,0 +1,149 @@
+#include "net/internal/udp_splice.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <fstream>
+
+#include "base/error.h"
+#include "base/log.h"
+
+namespace lmdx::net::internal {
+namespace {
+
+// Below this a datagram's lent bytes are copied: two more system calls cost more than copying a
+// few pages, and across a real network segments are 8 KiB (udp_transport.cc).
+constexpr std::size_t kSpliceFrom = 16 * 1024;
+
+// The kernel puts a datagram's spliced pages in one socket buffer, which holds at most
+// net.core.max_skb_frags pieces.
+std::size_t MaxSkbFrags() {
+  std::ifstream file("/proc/sys/net/core/max_skb_frags");
+  std::size_t frags = 0;
+  if (file >> frags && frags > 0) return frags;
+  return 17;  // the kernel's default
+}
+
+bool SameDestination(const sockaddr_in& a, const sockaddr_in& b) {
+  return a.sin_addr.s_addr == b.sin_addr.s_addr && a.sin_port == b.sin_port;
+}
+
+bool MeansUnsupported(int error) {
+  return error == EINVAL || error == ENOSYS || error == EOPNOTSUPP;
+}
+
+}  // namespace
+
+UdpSplicer::UdpSplicer(const sockaddr_in& local, bool enabled) : local_(local), usable_(enabled) {
+  local_.sin_port = 0;
+  long page = ::sysconf(_SC_PAGESIZE);
+  if (page > 0) page_ = static_cast<std::size_t>(page);
+  if (usable_) max_pieces_ = std::min(kMaxPieces, MaxSkbFrags());
+}
+
+std::size_t UdpSplicer::PiecesOf(std::size_t own_bytes, const std::uint8_t* from,
+                                 std::size_t size) const {
+  std::size_t own = (own_bytes + page_ - 1) / page_;
+  if (size == 0) return own;
+  std::size_t start = reinterpret_cast<std::uintptr_t>(from) % page_;
+  return own + (start + size + page_ - 1) / page_;
+}
+
+std::size_t UdpSplicer::LentRoom(std::size_t own_bytes, const std::uint8_t* from) const {
+  if (!usable_) return 0;
+  std::size_t own = PiecesOf(own_bytes, nullptr, 0);
+  if (own >= max_pieces_) return 0;
+  std::size_t room = (max_pieces_ - own) * page_ - reinterpret_cast<std::uintptr_t>(from) % page_;
+  return room < kSpliceFrom ? 0 : room;
+}
+
+bool UdpSplicer::Open() {
+  if (socket_ && pipe_write_) return true;
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return false;  // out of descriptors: copy
+  pipe_read_.reset(fds[0]);
+  pipe_write_.reset(fds[1]);
+  int capacity = ::fcntl(pipe_write_.get(), F_GETPIPE_SZ);
+  if (capacity < 0 || static_cast<std::size_t>(capacity) < max_pieces_ * page_) {
+    // A user past fs.pipe-user-pages-soft gets pipes of two pages.
+    LogLine("udp: pipes here hold " + std::to_string(capacity) +
+            " bytes, too few to send lent memory without a copy; copying it");
+    GiveUp();
+    return false;
+  }
+  socket_.reset(::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!socket_ ||
+      ::bind(socket_.get(), reinterpret_cast<const sockaddr*>(&local_), sizeof local_) != 0) {
+    Reset();
+    return false;
+  }
+  return true;
+}
+
+void UdpSplicer::Reset() {
+  pipe_read_.reset();
+  pipe_write_.reset();
+  socket_.reset();
+  connected_ = false;
+}
+
+void UdpSplicer::GiveUp() {
+  Reset();
+  usable_ = false;
+}
+
+UdpSplicer::Outcome UdpSplicer::Send(const sockaddr_in& to, std::span<const iovec> own,
+                                     std::span<const std::uint8_t> lent) {
+  if (!usable_ || lent.size() < kSpliceFrom) return Outcome::kNotSpliced;
+  std::size_t own_bytes = 0;
+  for (const iovec& piece : own) own_bytes += piece.iov_len;
+  if (PiecesOf(own_bytes, lent.data(), lent.size()) > max_pieces_) return Outcome::kNotSpliced;
+  if (!Open()) return Outcome::kNotSpliced;
+  if (!connected_ || !SameDestination(to, connected_to_)) {
+    if (::connect(socket_.get(), reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0) {
+      Reset();
+      return Outcome::kNotSpliced;
+    }
+    connected_to_ = to;
+    connected_ = true;
+  }
+  // The pipe is empty here: every way out of this function empties it or drops it.
+  ssize_t written = ::writev(pipe_write_.get(), own.data(), static_cast<int>(own.size()));
+  if (written != static_cast<ssize_t>(own_bytes)) {
+    Reset();
+    return Outcome::kNotSpliced;
+  }
+  iovec pages{const_cast<std::uint8_t*>(lent.data()), lent.size()};
+  ssize_t taken = ::vmsplice(pipe_write_.get(), &pages, 1, 0);
+  if (taken != static_cast<ssize_t>(lent.size())) {
+    int error = errno;
+    Reset();
+    if (taken < 0 && MeansUnsupported(error)) {
+      LogLine(SystemErrorText("udp: vmsplice", error) + "; copying lent memory from now on");
+      GiveUp();
+    }
+    return Outcome::kNotSpliced;  // memory the kernel cannot take (EFAULT): the copy says so
+  }
+  std::size_t total = own_bytes + lent.size();
+  ssize_t sent = ::splice(pipe_read_.get(), nullptr, socket_.get(), nullptr, total, 0);
+  if (sent == static_cast<ssize_t>(total)) return Outcome::kSent;
+  int error = errno;
+  Reset();
+  if (sent < 0) {
+    // A failed splice sent nothing: a datagram goes whole or not at all.
+    if (MeansUnsupported(error)) {
+      LogLine(SystemErrorText("udp: splice", error) + "; copying lent memory from now on");
+      GiveUp();
+      return Outcome::kNotSpliced;
+    }
+    // An earlier datagram's refusal reported on this connected socket: this one did not go.
+    if (error == ECONNREFUSED) return Outcome::kNotSpliced;
+  }
+  return Outcome::kLost;
+}
+
+}  // namespace lmdx::net::internal

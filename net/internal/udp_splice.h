@@ -1,0 +1,74 @@
+#ifndef LMDX_NET_INTERNAL_UDP_SPLICE_H_
+#define LMDX_NET_INTERNAL_UDP_SPLICE_H_
+
+#include <netinet/in.h>
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "base/fd.h"
+
+namespace lmdx::net::internal {
+
+// Sends a udp datagram whose tail lies in memory a sender lends, without copying the tail into
+// the kernel: the pages themselves go into a pipe (vmsplice) and from it into a socket (splice),
+// and the receiver's copy out of its socket is the only copy of those bytes. On loopback the
+// sender's copy into the kernel cost about three times the receiver's copy out (it writes pages
+// no cache holds), and it decided a 1 MiB message's time.
+//
+// The kernel reads the pages when the receiver reads the datagram, not when it is sent, so the
+// lent memory must stay unchanged until the peer has acknowledged the datagram: the udp
+// transport's lending promises that already (net/udp_transport.h). A copy still in flight after
+// that, a resent duplicate, is dropped by the receiver for its sequence number, whatever its
+// bytes. The datagram's own bytes (its header, and the segment's copied part) are written into
+// the pipe, which copies them, so their buffers are free at once.
+//
+// A splice names no destination, so it goes through a second socket of the node's address,
+// connected to the datagram's destination. The receiver does not look at a datagram's source.
+// Used under the transport's lock, by one thread at a time.
+class UdpSplicer {
+ public:
+  // local: the transport socket's address (its port is not taken). enabled false: never splices.
+  UdpSplicer(const sockaddr_in& local, bool enabled);
+
+  bool usable() const { return usable_; }
+  // The most lent bytes from `from` that a datagram whose own bytes (header included) number
+  // `own_bytes` may carry and still be spliced; 0 when it cannot be spliced at all. What one
+  // splice hands the socket in one piece is bounded by pipe buffers (a page each), and a
+  // datagram spliced in two pieces would be corked between them.
+  std::size_t LentRoom(std::size_t own_bytes, const std::uint8_t* from) const;
+
+  enum class Outcome {
+    kSent,        // the whole datagram went
+    kNotSpliced,  // nothing went: send it the ordinary way
+    kLost,        // the socket refused it, as a full socket buffer would: count it lost
+  };
+  Outcome Send(const sockaddr_in& to, std::span<const iovec> own,
+               std::span<const std::uint8_t> lent);
+
+ private:
+  // A page a pipe buffer, and what one splice gives the socket in one call (fs/splice.c).
+  static constexpr std::size_t kMaxPieces = 16;
+  std::size_t PiecesOf(std::size_t own_bytes, const std::uint8_t* from, std::size_t size) const;
+  bool Open();
+  // Drops the pipe's contents and the socket's state after a send that went wrong part way.
+  void Reset();
+  // Splicing cannot work here (an old kernel, a pipe too small): the ordinary way from now on.
+  void GiveUp();
+
+  sockaddr_in local_{};
+  bool usable_ = false;
+  std::size_t page_ = 4096;
+  std::size_t max_pieces_ = kMaxPieces;
+  Fd pipe_read_;
+  Fd pipe_write_;
+  Fd socket_;
+  sockaddr_in connected_to_{};
+  bool connected_ = false;
+};
+
+}  // namespace lmdx::net::internal
+
+#endif  // LMDX_NET_INTERNAL_UDP_SPLICE_H_
