@@ -152,6 +152,7 @@ void UdpTransport::Send(int dest, OutgoingMessage message, bool /*may_block*/) {
   Outgoing outgoing;
   outgoing.total = internal::SealOutgoingHeader(message, rank_, outgoing.header);
   outgoing.lent = message.payload.size >= kLendFrom && !message.payload.owner && message.on_sent;
+  outgoing.splice = outgoing.lent && message.payload.size <= kSpliceUpTo;
   outgoing.message = std::move(message);
   AfterLock after;
   {
@@ -218,10 +219,10 @@ void UdpTransport::PumpLocked(int rank, std::int64_t now, AfterLock* after) {
   Peer& peer = peers_[static_cast<std::size_t>(rank)];
   while (!peer.queue.empty() && peer.channel->CanSend()) {
     auto segment = std::make_shared<std::vector<std::uint8_t>>();
-    std::span<const std::uint8_t> lent;  // ends the segment: nothing is copied after it
+    LentBytes lent;  // ends the segment: nothing is copied after it
     std::function<void(bool)> on_acknowledged;
     // Fill the segment from as many queued frames as fit: small frames share a datagram.
-    while (!peer.queue.empty() && segment->size() < peer.segment_bytes && lent.empty()) {
+    while (!peer.queue.empty() && segment->size() < peer.segment_bytes && lent.bytes.empty()) {
       Outgoing& front = peer.queue.front();
       const OutgoingMessage& message = front.message;
       std::uint64_t body_end = kFrameHeaderSize + message.body.size();
@@ -241,13 +242,15 @@ void UdpTransport::PumpLocked(int rank, std::int64_t now, AfterLock* after) {
           left = front.total - front.offset;
           // A lent piece ends where one splice can carry it.
           std::size_t spliceable =
-              front.lent ? splicer_.LentRoom(UdpDatagramHeader::kSize + segment->size(), from) : 0;
+              front.splice ? splicer_.LentRoom(UdpDatagramHeader::kSize + segment->size(), from)
+                           : 0;
           if (spliceable > 0) left = std::min<std::uint64_t>(left, spliceable);
         }
         auto take = static_cast<std::size_t>(std::min<std::uint64_t>(left, room));
         front.offset += take;
         if (front.lent && front.offset > body_end) {
-          lent = std::span(from, take);
+          lent.bytes = std::span(from, take);
+          lent.splice = front.splice;
           front.sent_lent = true;
           break;
         }
@@ -268,21 +271,23 @@ void UdpTransport::PumpLocked(int rank, std::int64_t now, AfterLock* after) {
       peer.queue.pop_front();
     }
     std::uint32_t sequence = peer.channel->Record(segment, now);
-    if (!lent.empty()) {
-      peer.lent.push_back(LentBytes{sequence, lent});
+    lent.sequence = sequence;
+    if (!lent.bytes.empty()) {
+      peer.lent.push_back(lent);
       ++lent_segments_sent_;
     }
     bool ack_at_once = static_cast<bool>(on_acknowledged);
     if (ack_at_once) peer.lent_until.push_back(LentUntil{sequence, std::move(on_acknowledged)});
-    TransmitLocked(rank, UdpDatagramHeader::kData, sequence, segment.get(), lent, ack_at_once);
+    TransmitLocked(rank, UdpDatagramHeader::kData, sequence, segment.get(),
+                   lent.bytes.empty() ? nullptr : &lent, ack_at_once);
   }
 }
 
-std::span<const std::uint8_t> UdpTransport::LentBy(const Peer& peer, std::uint32_t sequence) {
+const UdpTransport::LentBytes* UdpTransport::LentBy(const Peer& peer, std::uint32_t sequence) {
   for (const LentBytes& lent : peer.lent) {
-    if (lent.sequence == sequence) return lent.bytes;
+    if (lent.sequence == sequence) return &lent;
   }
-  return {};
+  return nullptr;
 }
 
 void UdpTransport::ReturnLentLocked(Peer& peer, AfterLock* after) {
@@ -313,8 +318,8 @@ void UdpTransport::FailSendersLocked(Peer& peer, AfterLock* after) {
 }
 
 void UdpTransport::TransmitLocked(int rank, UdpDatagramHeader::Kind kind, std::uint32_t sequence,
-                                  const std::vector<std::uint8_t>* segment,
-                                  std::span<const std::uint8_t> lent, bool ack_at_once) {
+                                  const std::vector<std::uint8_t>* segment, const LentBytes* lent,
+                                  bool ack_at_once) {
   Peer& peer = peers_[static_cast<std::size_t>(rank)];
   UdpDatagramHeader header;
   header.kind = kind;
@@ -343,18 +348,18 @@ void UdpTransport::ResendLocked(int rank, const std::vector<std::uint32_t>& sequ
       // A segment of lent memory (a lent frame's last segment among them, which always carries
       // some) is acknowledged at once when it comes again: a sender waits for it, and it may
       // fill the gap the others wait behind.
-      std::span<const std::uint8_t> lent = LentBy(peer, sequence);
+      const LentBytes* lent = LentBy(peer, sequence);
       TransmitLocked(rank, UdpDatagramHeader::kData, sequence, segment.get(), lent,
-                     /*ack_at_once=*/!lent.empty());
+                     /*ack_at_once=*/lent != nullptr);
     }
   }
 }
 
 void UdpTransport::SendDatagramLocked(const sockaddr_in& to, const std::uint8_t* header,
                                       const std::vector<std::uint8_t>* segment,
-                                      std::span<const std::uint8_t> lent) {
+                                      const LentBytes* lent_bytes) {
   auto put = [this](const sockaddr_in& address, const std::uint8_t* head, const std::uint8_t* data,
-                    std::size_t size, std::span<const std::uint8_t> tail) {
+                    std::size_t size, std::span<const std::uint8_t> tail, bool splice) {
     iovec pieces[3];
     std::size_t count = 0;
     pieces[count++] = {const_cast<std::uint8_t*>(head), UdpDatagramHeader::kSize};
@@ -362,7 +367,7 @@ void UdpTransport::SendDatagramLocked(const sockaddr_in& to, const std::uint8_t*
     if (!tail.empty()) {
       pieces[count++] = {const_cast<std::uint8_t*>(tail.data()), tail.size()};
     }
-    if (!tail.empty()) {
+    if (splice) {
       switch (splicer_.Send(address, std::span(pieces, count - 1), tail)) {
         case internal::UdpSplicer::Outcome::kSent: ++spliced_sends_; return;
         case internal::UdpSplicer::Outcome::kLost: ++send_failures_; return;
@@ -383,9 +388,12 @@ void UdpTransport::SendDatagramLocked(const sockaddr_in& to, const std::uint8_t*
   };
   const std::uint8_t* data = segment != nullptr ? segment->data() : nullptr;
   std::size_t size = segment != nullptr ? segment->size() : 0;
+  std::span<const std::uint8_t> lent =
+      lent_bytes != nullptr ? lent_bytes->bytes : std::span<const std::uint8_t>();
+  bool splice = lent_bytes != nullptr && lent_bytes->splice;
   switch (faults_.Next()) {
     case internal::UdpFaults::Action::kDrop: return;
-    case internal::UdpFaults::Action::kDuplicate: put(to, header, data, size, lent); break;
+    case internal::UdpFaults::Action::kDuplicate: put(to, header, data, size, lent, splice); break;
     case internal::UdpFaults::Action::kHoldBack:
       if (held_back_.empty()) {
         held_back_.assign(header, header + UdpDatagramHeader::kSize);
@@ -397,12 +405,12 @@ void UdpTransport::SendDatagramLocked(const sockaddr_in& to, const std::uint8_t*
       break;
     case internal::UdpFaults::Action::kSend: break;
   }
-  put(to, header, data, size, lent);
+  put(to, header, data, size, lent, splice);
   if (!held_back_.empty()) {
     std::vector<std::uint8_t> late = std::move(held_back_);
     held_back_.clear();
     put(held_back_to_, late.data(), late.data() + UdpDatagramHeader::kSize,
-        late.size() - UdpDatagramHeader::kSize, {});
+        late.size() - UdpDatagramHeader::kSize, {}, false);
   }
 }
 

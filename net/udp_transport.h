@@ -68,6 +68,11 @@ class UdpTransport : public Transport {
   static constexpr int kLingerMs = 1000;
   // A borrowed payload this large is sent from the caller's memory, not copied.
   static constexpr std::uint64_t kLendFrom = 256 * 1024;
+  // A lent payload up to this size goes to the kernel without a copy. A larger one is copied:
+  // its memory is beyond the caches, and a copy on each side moves it faster than the
+  // receiver's alone (8 MiB: 1.86-1.95 ms copied, 2.27-2.65 spliced; 4 MiB: 0.91-1.08 against
+  // 0.75-1.00).
+  static constexpr std::uint64_t kSpliceUpTo = 4u << 20;
 
  private:
   struct Outgoing {
@@ -76,12 +81,14 @@ class UdpTransport : public Transport {
     std::uint64_t offset = 0;  // bytes already in segments
     std::uint64_t total = 0;
     bool lent = false;       // its payload may go out from the caller's memory
+    bool splice = false;     // and the kernel may take that memory's pages (kSpliceUpTo)
     bool sent_lent = false;  // some of it did: on_sent waits for the acknowledgements
   };
   // A segment's bytes in the caller's memory, after its copied part.
   struct LentBytes {
     std::uint32_t sequence = 0;
     std::span<const std::uint8_t> bytes;
+    bool splice = false;
   };
   // A sender whose memory is lent until the segment `last` and all before it are acknowledged.
   struct LentUntil {
@@ -120,12 +127,12 @@ class UdpTransport : public Transport {
   static std::size_t SegmentNeedLocked(const Peer& peer);
   // Moves queued frames into segments while the window allows.
   void PumpLocked(int rank, std::int64_t now, AfterLock* after);
-  // lent: the bytes of the caller's memory the datagram carries after the segment's own.
+  // lent: the bytes of the caller's memory the datagram carries after the segment's own, if any.
   void TransmitLocked(int rank, internal::UdpDatagramHeader::Kind kind, std::uint32_t sequence,
-                      const std::vector<std::uint8_t>* segment,
-                      std::span<const std::uint8_t> lent = {}, bool ack_at_once = false);
-  // The caller's memory a kept segment carries; empty when it carries none.
-  static std::span<const std::uint8_t> LentBy(const Peer& peer, std::uint32_t sequence);
+                      const std::vector<std::uint8_t>* segment, const LentBytes* lent = nullptr,
+                      bool ack_at_once = false);
+  // The caller's memory a kept segment carries; nullptr when it carries none.
+  static const LentBytes* LentBy(const Peer& peer, std::uint32_t sequence);
   // After an acknowledgement: forgets lent memory no segment kept refers to, and frees the
   // senders whose segments are all acknowledged.
   static void ReturnLentLocked(Peer& peer, AfterLock* after);
@@ -135,8 +142,7 @@ class UdpTransport : public Transport {
   // Sends again the segments the channel named (timeouts, fast retransmission).
   void ResendLocked(int rank, const std::vector<std::uint32_t>& sequences);
   void SendDatagramLocked(const sockaddr_in& to, const std::uint8_t* header,
-                          const std::vector<std::uint8_t>* segment,
-                          std::span<const std::uint8_t> lent);
+                          const std::vector<std::uint8_t>* segment, const LentBytes* lent);
   void OnTimer();
   void ServeChannelsLocked(std::int64_t now, AfterLock* after);
   void ScheduleTimerLocked(std::int64_t now);

@@ -111,6 +111,20 @@ TEST(UdpTransportTest, LentMemoryIsCopiedWhenSplicingIsOff) {
   EXPECT_EQ(sender->spliced, 0) << job.err;
 }
 
+// A lent payload larger than UdpTransport::kSpliceUpTo (4 MiB) is copied into the kernel: beyond
+// the caches, a copy on each side moves it faster than the receiver's copy alone.
+TEST(UdpTransportTest, ALentPayloadBeyondTheCachesIsCopied) {
+  ScopedEnv transport("LMDX_TRANSPORT", "udp");
+  ScopedEnv stats("LMDX_TRANSPORT_STATS", "1");
+  JobResult job = RunJob(BinaryFromEnv("REUSED_BUFFER"), 2, {"8388608", "2"});
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  EXPECT_NE(job.out.find("rank 1 verified 2 messages"), std::string::npos) << job.out;
+  std::optional<LentSends> sender = SenderStatistics(job.err);
+  ASSERT_TRUE(sender) << job.err;
+  EXPECT_GE(sender->lent, 2 * 128) << job.err;
+  EXPECT_EQ(sender->spliced, 0) << job.err;
+}
+
 // The receiver dies while rank 0 is inside lent sends, waiting for acknowledgements that will
 // never come: the job ends at once, naming it.
 TEST(UdpTransportTest, AReceiverDyingDuringLentSendsEndsTheJobNamingIt) {
