@@ -127,6 +127,20 @@ bool SameKernel(const sockaddr_in& local, const sockaddr_in& peer) {
   return IsLoopback(peer) || peer.sin_addr.s_addr == local.sin_addr.s_addr;
 }
 
+bool PeerOnThisKernel(int fd) {
+  sockaddr_in local{};
+  sockaddr_in peer{};
+  socklen_t local_length = sizeof local;
+  socklen_t peer_length = sizeof peer;
+  return ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_length) == 0 &&
+         ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_length) == 0 &&
+         SameKernel(local, peer);
+}
+
+void SetSendBuffer(int fd, int bytes) {
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+}
+
 void KeepLocalTrafficInCache(int fd, const sockaddr_in& peer) {
   sockaddr_in local{};
   socklen_t length = sizeof local;
@@ -138,8 +152,7 @@ void KeepLocalTrafficInCache(int fd, const sockaddr_in& peer) {
   // 64 MiB messages crossed at 5.0 GB/s. With 256 KiB (the kernel doubles it to 512 KiB) they
   // are still in cache when read: 7.2-7.4 GB/s (docs/decisions.md). A real network's round trip
   // needs the kernel's own sizing, so the limit is for local pairs only.
-  int bytes = kLocalSendBufferBytes;
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+  SetSendBuffer(fd, kLocalSendBufferBytes);
 }
 
 void SetNonBlocking(int fd, bool non_blocking) {

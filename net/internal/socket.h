@@ -3,6 +3,7 @@
 
 #include <netinet/in.h>
 
+#include <cstdint>
 #include <string>
 
 #include "base/fd.h"
@@ -38,6 +39,13 @@ bool SameKernel(const sockaddr_in& local, const sockaddr_in& peer);
 // Limits the send buffer of a connected (or connecting) socket whose peer is on this machine, so
 // that what is in flight between the two copies stays in cache; leaves other sockets alone.
 void KeepLocalTrafficInCache(int fd, const sockaddr_in& peer);
+// The send buffer a local pair's frame of a few hundred KiB to kWholeFrameUpTo bytes is written
+// with: the kernel doubles it, so such a frame goes into the socket whole (TcpConnection).
+inline constexpr int kWholeFrameSendBufferBytes = 1024 * 1024;
+inline constexpr std::uint64_t kWholeFrameUpTo = 2 * std::uint64_t{kWholeFrameSendBufferBytes};
+// A connected socket's peer is on this machine (SameKernel of its two ends).
+bool PeerOnThisKernel(int fd);
+void SetSendBuffer(int fd, int bytes);
 
 void SetNonBlocking(int fd, bool non_blocking);
 

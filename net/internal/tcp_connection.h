@@ -6,11 +6,13 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/fd.h"
 #include "net/handshake.h"
+#include "net/internal/socket.h"
 #include "net/message.h"
 #include "net/progress_engine.h"
 #include "net/transport.h"
@@ -78,6 +80,8 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   void Deliver();
   // Writes queued frames while this thread holds the writer role.
   void WriteQueued(bool may_block);
+  // Sizes the send buffer of a local pair for the frame about to be written (writer only).
+  void SizeSendBufferFor(std::uint64_t frame_bytes);
   void SetWantWrite(bool want);
 
   Fd fd_;
@@ -108,6 +112,10 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   bool closed_ = false;
   bool writer_active_ = false;
   bool want_write_ = false;
+
+  // Writer only: whether the peer shares this kernel, once asked, and the send buffer set last.
+  std::optional<bool> peer_here_;
+  int send_buffer_ = kLocalSendBufferBytes;
 };
 
 }  // namespace lmdx::net::internal
