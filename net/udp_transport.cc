@@ -364,11 +364,12 @@ void UdpTransport::SendDatagramLocked(const sockaddr_in& to, const std::uint8_t*
     std::size_t count = 0;
     pieces[count++] = {const_cast<std::uint8_t*>(head), UdpDatagramHeader::kSize};
     if (size > 0) pieces[count++] = {const_cast<std::uint8_t*>(data), size};
+    const std::size_t own = count;
     if (!tail.empty()) {
       pieces[count++] = {const_cast<std::uint8_t*>(tail.data()), tail.size()};
     }
     if (splice) {
-      switch (splicer_.Send(address, std::span(pieces, count - 1), tail)) {
+      switch (splicer_.Send(address, std::span(pieces, own), tail, faults_.RefuseSplice())) {
         case internal::UdpSplicer::Outcome::kSent: ++spliced_sends_; return;
         case internal::UdpSplicer::Outcome::kLost: ++send_failures_; return;
         case internal::UdpSplicer::Outcome::kNotSpliced: break;

@@ -40,9 +40,10 @@ bool SameKernel(const sockaddr_in& local, const sockaddr_in& peer);
 // that what is in flight between the two copies stays in cache; leaves other sockets alone.
 void KeepLocalTrafficInCache(int fd, const sockaddr_in& peer);
 // The send buffer a local pair's frame of a few hundred KiB to kWholeFrameUpTo bytes is written
-// with: the kernel doubles it, so such a frame goes into the socket whole (TcpConnection).
+// with (TcpConnection): the kernel doubles it, which leaves room for such a frame whole beside
+// the kernel's own overhead per packet.
 inline constexpr int kWholeFrameSendBufferBytes = 1024 * 1024;
-inline constexpr std::uint64_t kWholeFrameUpTo = 2 * std::uint64_t{kWholeFrameSendBufferBytes};
+inline constexpr std::uint64_t kWholeFrameUpTo = 3 * std::uint64_t{kWholeFrameSendBufferBytes} / 2;
 // A connected socket's peer is on this machine (SameKernel of its two ends).
 bool PeerOnThisKernel(int fd);
 void SetSendBuffer(int fd, int bytes);

@@ -24,15 +24,16 @@ UdpFaults UdpFaults::Parse(const std::string& text, std::uint64_t default_seed) 
     if (valid && name == "seed") {
       seed = static_cast<std::uint64_t>(number);
     } else if (valid && number >= 0 && number <= 100 &&
-               (name == "loss" || name == "duplicate" || name == "reorder")) {
+               (name == "loss" || name == "duplicate" || name == "reorder" || name == "splice")) {
       (name == "loss"        ? faults.loss_
        : name == "duplicate" ? faults.duplicate_
-                             : faults.reorder_) = number / 100;
+       : name == "reorder"   ? faults.reorder_
+                             : faults.splice_) = number / 100;
     } else {
       throw Error(LMDX_ERR_INVALID_ARGUMENT,
                   "LMDX_UDP_FAULTS: \"" + entry +
-                      "\" is not loss=P, duplicate=P or reorder=P (a percentage from 0 to 100) "
-                      "or seed=N");
+                      "\" is not loss=P, duplicate=P, reorder=P or splice=P (a percentage from 0 "
+                      "to 100) or seed=N");
     }
   }
   faults.random_.seed(seed);
@@ -42,6 +43,10 @@ UdpFaults UdpFaults::Parse(const std::string& text, std::uint64_t default_seed) 
 UdpFaults UdpFaults::FromEnvironment(std::uint64_t default_seed) {
   const char* text = std::getenv("LMDX_UDP_FAULTS");
   return Parse(text != nullptr ? text : "", default_seed);
+}
+
+bool UdpFaults::RefuseSplice() {
+  return splice_ > 0 && std::uniform_real_distribution<double>(0, 1)(random_) < splice_;
 }
 
 UdpFaults::Action UdpFaults::Next() {
@@ -56,10 +61,15 @@ UdpFaults::Action UdpFaults::Next() {
 }
 
 std::string UdpFaults::Describe() const {
-  char text[96];
+  char text[128];
   std::snprintf(text, sizeof text, "loss %.1f%%, duplicate %.1f%%, reorder %.1f%%", loss_ * 100,
                 duplicate_ * 100, reorder_ * 100);
-  return text;
+  std::string described = text;
+  if (splice_ > 0) {
+    std::snprintf(text, sizeof text, ", splices refused %.1f%%", splice_ * 100);
+    described += text;
+  }
+  return described;
 }
 
 }  // namespace lmdx::net::internal

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <fstream>
+#include <string>
 
 #include "base/error.h"
 #include "base/log.h"
@@ -33,7 +34,7 @@ bool SameDestination(const sockaddr_in& a, const sockaddr_in& b) {
 }
 
 bool MeansUnsupported(int error) {
-  return error == EINVAL || error == ENOSYS || error == EOPNOTSUPP;
+  return error == EINVAL || error == ENOSYS || error == EOPNOTSUPP || error == EPERM;
 }
 
 }  // namespace
@@ -62,42 +63,47 @@ std::size_t UdpSplicer::LentRoom(std::size_t own_bytes, const std::uint8_t* from
 }
 
 bool UdpSplicer::Open() {
-  if (socket_ && pipe_write_) return true;
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return false;  // out of descriptors: copy
-  pipe_read_.reset(fds[0]);
-  pipe_write_.reset(fds[1]);
-  int capacity = ::fcntl(pipe_write_.get(), F_GETPIPE_SZ);
-  if (capacity < 0 || static_cast<std::size_t>(capacity) < max_pieces_ * page_) {
-    // A user past fs.pipe-user-pages-soft gets pipes of two pages.
-    LogLine("udp: pipes here hold " + std::to_string(capacity) +
-            " bytes, too few to send lent memory without a copy; copying it");
-    GiveUp();
-    return false;
+  if (!pipe_write_) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return GiveUp(SystemErrorText("pipe", errno));
+    pipe_read_.reset(fds[0]);
+    pipe_write_.reset(fds[1]);
+    int capacity = ::fcntl(pipe_write_.get(), F_GETPIPE_SZ);
+    if (capacity < 0 || static_cast<std::size_t>(capacity) < max_pieces_ * page_) {
+      // A user past fs.pipe-user-pages-soft gets pipes of two pages.
+      return GiveUp("pipes here hold " + std::to_string(capacity) + " bytes, too few");
+    }
   }
-  socket_.reset(::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!socket_ ||
-      ::bind(socket_.get(), reinterpret_cast<const sockaddr*>(&local_), sizeof local_) != 0) {
-    Reset();
-    return false;
+  if (!socket_) {
+    socket_.reset(::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!socket_) return GiveUp(SystemErrorText("socket", errno));
+    if (::bind(socket_.get(), reinterpret_cast<const sockaddr*>(&local_), sizeof local_) != 0) {
+      return GiveUp(SystemErrorText("bind", errno));
+    }
   }
   return true;
 }
 
-void UdpSplicer::Reset() {
+void UdpSplicer::DropPipe() {
   pipe_read_.reset();
   pipe_write_.reset();
-  socket_.reset();
+}
+
+void UdpSplicer::Reset() {
+  DropPipe();
+  socket_.reset();  // a datagram the socket corked half way goes with it
   connected_ = false;
 }
 
-void UdpSplicer::GiveUp() {
+bool UdpSplicer::GiveUp(const std::string& why) {
+  LogLine("udp: " + why + "; lent memory is copied into the kernel from now on");
   Reset();
   usable_ = false;
+  return false;
 }
 
 UdpSplicer::Outcome UdpSplicer::Send(const sockaddr_in& to, std::span<const iovec> own,
-                                     std::span<const std::uint8_t> lent) {
+                                     std::span<const std::uint8_t> lent, bool refuse) {
   if (!usable_ || lent.size() < kSpliceFrom) return Outcome::kNotSpliced;
   std::size_t own_bytes = 0;
   for (const iovec& piece : own) own_bytes += piece.iov_len;
@@ -105,7 +111,7 @@ UdpSplicer::Outcome UdpSplicer::Send(const sockaddr_in& to, std::span<const iove
   if (!Open()) return Outcome::kNotSpliced;
   if (!connected_ || !SameDestination(to, connected_to_)) {
     if (::connect(socket_.get(), reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0) {
-      Reset();
+      GiveUp(SystemErrorText("connect", errno));
       return Outcome::kNotSpliced;
     }
     connected_to_ = to;
@@ -114,36 +120,52 @@ UdpSplicer::Outcome UdpSplicer::Send(const sockaddr_in& to, std::span<const iove
   // The pipe is empty here: every way out of this function empties it or drops it.
   ssize_t written = ::writev(pipe_write_.get(), own.data(), static_cast<int>(own.size()));
   if (written != static_cast<ssize_t>(own_bytes)) {
-    Reset();
+    DropPipe();
     return Outcome::kNotSpliced;
   }
   iovec pages{const_cast<std::uint8_t*>(lent.data()), lent.size()};
   ssize_t taken = ::vmsplice(pipe_write_.get(), &pages, 1, 0);
   if (taken != static_cast<ssize_t>(lent.size())) {
     int error = errno;
-    Reset();
     if (taken < 0 && MeansUnsupported(error)) {
-      LogLine(SystemErrorText("udp: vmsplice", error) + "; copying lent memory from now on");
-      GiveUp();
+      GiveUp(SystemErrorText("vmsplice", error));
+    } else {
+      // Memory the kernel cannot pin (EFAULT: a device's mapping): this datagram is copied. The
+      // socket holds nothing of it; only the pipe does.
+      DropPipe();
     }
-    return Outcome::kNotSpliced;  // memory the kernel cannot take (EFAULT): the copy says so
+    return Outcome::kNotSpliced;
   }
   std::size_t total = own_bytes + lent.size();
+  if (refuse) {
+    Reset();
+    return Outcome::kLost;
+  }
   ssize_t sent = ::splice(pipe_read_.get(), nullptr, socket_.get(), nullptr, total, 0);
   if (sent == static_cast<ssize_t>(total)) return Outcome::kSent;
   int error = errno;
   Reset();
-  if (sent < 0) {
-    // A failed splice sent nothing: a datagram goes whole or not at all.
-    if (MeansUnsupported(error)) {
-      LogLine(SystemErrorText("udp: splice", error) + "; copying lent memory from now on");
-      GiveUp();
-      return Outcome::kNotSpliced;
-    }
-    // An earlier datagram's refusal reported on this connected socket: this one did not go.
-    if (error == ECONNREFUSED) return Outcome::kNotSpliced;
+  if (sent >= 0) {
+    // Part of a datagram went: with at most kMaxPieces pieces the kernel never does that, and a
+    // receiver would take the part for a whole segment. Resent whole; no more splices.
+    GiveUp("splice sent " + std::to_string(sent) + " of a datagram's " + std::to_string(total) +
+           " bytes");
+    return Outcome::kLost;
   }
-  return Outcome::kLost;
+  // A failed splice sent nothing: a datagram goes whole or not at all.
+  switch (error) {
+    case EAGAIN:
+    case ENOBUFS:
+    case EINTR:
+      return Outcome::kLost;  // as a full socket buffer refuses one: the channel resends it
+    case ECONNREFUSED:
+      // An earlier datagram's refusal, reported on this connected socket: this one did not go.
+      return Outcome::kNotSpliced;
+    default:
+      // Unsupported here, or refused by a policy: it would fail again at every resend.
+      GiveUp(SystemErrorText("splice", error));
+      return Outcome::kNotSpliced;
+  }
 }
 
 }  // namespace lmdx::net::internal

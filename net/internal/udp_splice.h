@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "base/fd.h"
 
@@ -23,7 +24,11 @@ namespace lmdx::net::internal {
 // transport's lending promises that already (net/udp_transport.h). A copy still in flight after
 // that, a resent duplicate, is dropped by the receiver for its sequence number, whatever its
 // bytes. The datagram's own bytes (its header, and the segment's copied part) are written into
-// the pipe, which copies them, so their buffers are free at once.
+// the pipe, which copies them, so their buffers are free at once. The promise holds when a send
+// succeeds; when it fails (its peer silent for the give-up time, or the transport closing with
+// segments unacknowledged) the sender learns so while spliced datagrams may still wait unread in
+// the peer's socket, and may carry what the sender writes next. A peer that silent is lost to
+// the job, which then ends.
 //
 // A splice names no destination, so it goes through a second socket of the node's address,
 // connected to the datagram's destination. The receiver does not look at a datagram's source.
@@ -45,18 +50,24 @@ class UdpSplicer {
     kNotSpliced,  // nothing went: send it the ordinary way
     kLost,        // the socket refused it, as a full socket buffer would: count it lost
   };
+  // refuse: a fault injected for tests (LMDX_UDP_FAULTS splice=P): the datagram's bytes go into
+  // the pipe, and then it fails as a socket with no room would make it.
   Outcome Send(const sockaddr_in& to, std::span<const iovec> own,
-               std::span<const std::uint8_t> lent);
+               std::span<const std::uint8_t> lent, bool refuse = false);
 
  private:
   // A page a pipe buffer, and what one splice gives the socket in one call (fs/splice.c).
   static constexpr std::size_t kMaxPieces = 16;
   std::size_t PiecesOf(std::size_t own_bytes, const std::uint8_t* from, std::size_t size) const;
+  // Makes the pipe and the socket where they are missing; false (after GiveUp) when it cannot.
   bool Open();
+  // Drops what the pipe holds.
+  void DropPipe();
   // Drops the pipe's contents and the socket's state after a send that went wrong part way.
   void Reset();
-  // Splicing cannot work here (an old kernel, a pipe too small): the ordinary way from now on.
-  void GiveUp();
+  // Splicing cannot work here (an old kernel, a policy, a pipe too small): the ordinary way from
+  // now on, said once in the log with why. Returns false.
+  bool GiveUp(const std::string& why);
 
   sockaddr_in local_{};
   bool usable_ = false;

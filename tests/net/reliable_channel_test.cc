@@ -338,6 +338,18 @@ TEST(UdpFaultsTest, ParsesPercentagesAndRefusesNonsense) {
   EXPECT_THROW(UdpFaults::Parse("loss=", 0), Error);
 }
 
+TEST(UdpFaultsTest, RefusesAboutTheFractionOfSplicesAsked) {
+  UdpFaults faults = UdpFaults::Parse("splice=20,seed=5", 0);
+  EXPECT_TRUE(faults.any());
+  EXPECT_EQ(faults.Describe(), "loss 0.0%, duplicate 0.0%, reorder 0.0%, splices refused 20.0%");
+  int refused = 0;
+  for (int i = 0; i < 100000; ++i) refused += faults.RefuseSplice() ? 1 : 0;
+  EXPECT_GT(refused, 19000);
+  EXPECT_LT(refused, 21000);
+  for (int i = 0; i < 1000; ++i) EXPECT_EQ(faults.Next(), UdpFaults::Action::kSend);
+  EXPECT_FALSE(UdpFaults::Parse("loss=5", 0).RefuseSplice());
+}
+
 TEST(UdpFaultsTest, DropsAboutTheFractionAsked) {
   UdpFaults faults = UdpFaults::Parse("loss=5,seed=11", 0);
   int dropped = 0;
