@@ -76,44 +76,63 @@ std::optional<LentSends> SenderStatistics(const std::string& err) {
                    std::stol(line[4].str())};
 }
 
+// REUSED_BUFFER over udp, statistics on: rank 0 sends `count` messages of `size` bytes from one
+// buffer it rewrites as soon as lmdx_send returns, and rank 1 checks every byte.
+struct LentRun {
+  JobResult job;
+  std::optional<LentSends> sender;  // rank 0's statistics line
+  // A kernel that cannot splice into udp says so, and lent memory is copied as before.
+  bool splicing_off() const {
+    return job.err.find("lent memory is copied into the kernel from now on") != std::string::npos;
+  }
+};
+LentRun RunLentSends(const std::string& size, int count) {
+  ScopedEnv transport("LMDX_TRANSPORT", "udp");
+  ScopedEnv stats("LMDX_TRANSPORT_STATS", "1");
+  LentRun run{RunJob(BinaryFromEnv("REUSED_BUFFER"), 2, {size, std::to_string(count)}), {}};
+  run.sender = SenderStatistics(run.job.err);
+  return run;
+}
+// The job ended well, rank 1 verified every message, and rank 0 said its statistics.
+::testing::AssertionResult AllVerified(const LentRun& run, int count) {
+  const JobResult& job = run.job;
+  if (job.exit_code != 0) {
+    return ::testing::AssertionFailure() << "exit code " << job.exit_code << "\n"
+                                         << job.out << job.err;
+  }
+  std::string verified = "rank 1 verified " + std::to_string(count) + " messages";
+  if (job.out.find(verified) == std::string::npos) {
+    return ::testing::AssertionFailure() << "no \"" << verified << "\"\n" << job.out;
+  }
+  if (!run.sender) return ::testing::AssertionFailure() << "no statistics line\n" << job.err;
+  return ::testing::AssertionSuccess();
+}
+
 // A large message goes out from the sender's own buffer, which stays lent until the receiver
 // has acknowledged all of it: lmdx_send returns only then, so a resend after a loss never reads
 // the next message's bytes, which the program writes into the buffer at once. The kernel takes
 // the buffer's pages without a copy and reads them only when the receiver reads the datagram,
 // so a datagram read after the buffer was written again would carry the next message's bytes.
 TEST(UdpTransportTest, ASendersBufferIsFreeOnceLmdxSendReturnsEvenUnderLoss) {
-  ScopedEnv transport("LMDX_TRANSPORT", "udp");
   ScopedEnv faults("LMDX_UDP_FAULTS", "loss=10,duplicate=1,reorder=2");
-  ScopedEnv stats("LMDX_TRANSPORT_STATS", "1");
-  JobResult job = RunJob(BinaryFromEnv("REUSED_BUFFER"), 2, {"1048576", "16"});
-  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
-  EXPECT_NE(job.out.find("rank 1 verified 16 messages"), std::string::npos) << job.out;
-  std::optional<LentSends> sender = SenderStatistics(job.err);
-  ASSERT_TRUE(sender) << job.err;
-  EXPECT_GT(sender->resent, 0) << "rank 0 never sent a segment again\n" << job.err;
+  LentRun run = RunLentSends("1048576", 16);
+  ASSERT_TRUE(AllVerified(run, 16));
+  EXPECT_GT(run.sender->resent, 0) << "rank 0 never sent a segment again\n" << run.job.err;
   // 16 frames of 1 MiB, each at least 16 segments of at most 64 KiB, went out of the buffer,
   // all but the last few bytes of each without a copy.
-  EXPECT_GE(sender->lent, 16 * 16) << job.err;
-  // A kernel that cannot splice into udp says so, and the buffer is copied as before.
-  if (job.err.find("lent memory is copied into the kernel from now on") == std::string::npos) {
-    EXPECT_GE(sender->spliced, 16 * 16) << job.err;
-  }
+  EXPECT_GE(run.sender->lent, 16 * 16) << run.job.err;
+  if (!run.splicing_off()) EXPECT_GE(run.sender->spliced, 16 * 16) << run.job.err;
 }
 
 // With LMDX_UDP_SPLICE=0 lent memory is copied into the kernel, and still not read after
 // lmdx_send returns.
 TEST(UdpTransportTest, LentMemoryIsCopiedWhenSplicingIsOff) {
-  ScopedEnv transport("LMDX_TRANSPORT", "udp");
   ScopedEnv splice("LMDX_UDP_SPLICE", "0");
   ScopedEnv faults("LMDX_UDP_FAULTS", "loss=5,reorder=2");
-  ScopedEnv stats("LMDX_TRANSPORT_STATS", "1");
-  JobResult job = RunJob(BinaryFromEnv("REUSED_BUFFER"), 2, {"1048576", "8"});
-  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
-  EXPECT_NE(job.out.find("rank 1 verified 8 messages"), std::string::npos) << job.out;
-  std::optional<LentSends> sender = SenderStatistics(job.err);
-  ASSERT_TRUE(sender) << job.err;
-  EXPECT_GE(sender->lent, 8 * 16) << job.err;
-  EXPECT_EQ(sender->spliced, 0) << job.err;
+  LentRun run = RunLentSends("1048576", 8);
+  ASSERT_TRUE(AllVerified(run, 8));
+  EXPECT_GE(run.sender->lent, 8 * 16) << run.job.err;
+  EXPECT_EQ(run.sender->spliced, 0) << run.job.err;
 }
 
 // Splices refused after the datagram's bytes went into the pipe, as a full socket buffer would
@@ -121,34 +140,22 @@ TEST(UdpTransportTest, LentMemoryIsCopiedWhenSplicingIsOff) {
 // every message arrives whole. (A pipe left holding a refused datagram's bytes would not pass
 // them on either: the next datagram's bytes find it full and it is dropped.)
 TEST(UdpTransportTest, RefusedSplicesAreResentAndTheStreamStaysWhole) {
-  ScopedEnv transport("LMDX_TRANSPORT", "udp");
   ScopedEnv faults("LMDX_UDP_FAULTS", "splice=20");
-  ScopedEnv stats("LMDX_TRANSPORT_STATS", "1");
-  JobResult job = RunJob(BinaryFromEnv("REUSED_BUFFER"), 2, {"1048576", "16"});
-  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
-  EXPECT_NE(job.out.find("rank 1 verified 16 messages"), std::string::npos) << job.out;
-  EXPECT_EQ(CountOf(job.err, "splices refused 20.0%"), 2) << job.err;
-  std::optional<LentSends> sender = SenderStatistics(job.err);
-  ASSERT_TRUE(sender) << job.err;
-  EXPECT_GT(sender->refused, 0) << job.err;
-  EXPECT_GT(sender->resent, 0) << job.err;
-  if (job.err.find("lent memory is copied into the kernel from now on") == std::string::npos) {
-    EXPECT_GE(sender->spliced, 16 * 8) << job.err;
-  }
+  LentRun run = RunLentSends("1048576", 16);
+  ASSERT_TRUE(AllVerified(run, 16));
+  EXPECT_EQ(CountOf(run.job.err, "splices refused 20.0%"), 2) << run.job.err;
+  EXPECT_GT(run.sender->refused, 0) << run.job.err;
+  EXPECT_GT(run.sender->resent, 0) << run.job.err;
+  if (!run.splicing_off()) EXPECT_GE(run.sender->spliced, 16 * 8) << run.job.err;
 }
 
 // A lent payload larger than UdpTransport::kSpliceUpTo (4 MiB) is copied into the kernel: beyond
 // the caches, a copy on each side moves it faster than the receiver's copy alone.
 TEST(UdpTransportTest, ALentPayloadBeyondTheCachesIsCopied) {
-  ScopedEnv transport("LMDX_TRANSPORT", "udp");
-  ScopedEnv stats("LMDX_TRANSPORT_STATS", "1");
-  JobResult job = RunJob(BinaryFromEnv("REUSED_BUFFER"), 2, {"8388608", "2"});
-  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
-  EXPECT_NE(job.out.find("rank 1 verified 2 messages"), std::string::npos) << job.out;
-  std::optional<LentSends> sender = SenderStatistics(job.err);
-  ASSERT_TRUE(sender) << job.err;
-  EXPECT_GE(sender->lent, 2 * 128) << job.err;
-  EXPECT_EQ(sender->spliced, 0) << job.err;
+  LentRun run = RunLentSends("8388608", 2);
+  ASSERT_TRUE(AllVerified(run, 2));
+  EXPECT_GE(run.sender->lent, 2 * 128) << run.job.err;
+  EXPECT_EQ(run.sender->spliced, 0) << run.job.err;
 }
 
 // The receiver dies while rank 0 is inside lent sends, waiting for acknowledgements that will
