@@ -272,19 +272,19 @@ void UdpTransport::PumpLocked(int rank, std::int64_t now, AfterLock* after) {
     }
     std::uint32_t sequence = peer.channel->Record(segment, now);
     lent.sequence = sequence;
+    LentBytes* kept = nullptr;
     if (!lent.bytes.empty()) {
-      peer.lent.push_back(lent);
+      kept = &peer.lent.emplace_back(lent);
       ++lent_segments_sent_;
     }
     bool ack_at_once = static_cast<bool>(on_acknowledged);
     if (ack_at_once) peer.lent_until.push_back(LentUntil{sequence, std::move(on_acknowledged)});
-    TransmitLocked(rank, UdpDatagramHeader::kData, sequence, segment.get(),
-                   lent.bytes.empty() ? nullptr : &lent, ack_at_once);
+    TransmitLocked(rank, UdpDatagramHeader::kData, sequence, segment.get(), kept, ack_at_once);
   }
 }
 
-const UdpTransport::LentBytes* UdpTransport::LentBy(const Peer& peer, std::uint32_t sequence) {
-  for (const LentBytes& lent : peer.lent) {
+UdpTransport::LentBytes* UdpTransport::LentBy(Peer& peer, std::uint32_t sequence) {
+  for (LentBytes& lent : peer.lent) {
     if (lent.sequence == sequence) return &lent;
   }
   return nullptr;
@@ -293,6 +293,7 @@ const UdpTransport::LentBytes* UdpTransport::LentBy(const Peer& peer, std::uint3
 void UdpTransport::ReturnLentLocked(Peer& peer, AfterLock* after) {
   const internal::ReliableChannel& channel = *peer.channel;
   while (!peer.lent.empty() && channel.AcknowledgedThrough(peer.lent.front().sequence)) {
+    ForgetLentLocked(peer.lent.front(), /*acknowledged=*/true);
     peer.lent.pop_front();
   }
   while (!peer.lent_until.empty() && channel.AcknowledgedThrough(peer.lent_until.front().last)) {
@@ -314,11 +315,16 @@ void UdpTransport::FailSendersLocked(Peer& peer, AfterLock* after) {
     after->sent.push_back([on_sent = std::move(waiting.on_sent)](bool) { on_sent(false); });
   }
   peer.lent_until.clear();
+  for (const LentBytes& lent : peer.lent) ForgetLentLocked(lent, /*acknowledged=*/false);
   peer.lent.clear();
 }
 
+void UdpTransport::ForgetLentLocked(const LentBytes& lent, bool acknowledged) {
+  if (lent.slot) splicer_.ReleaseSlot(*lent.slot, acknowledged && lent.datagrams == 1);
+}
+
 void UdpTransport::TransmitLocked(int rank, UdpDatagramHeader::Kind kind, std::uint32_t sequence,
-                                  const std::vector<std::uint8_t>* segment, const LentBytes* lent,
+                                  const std::vector<std::uint8_t>* segment, LentBytes* lent,
                                   bool ack_at_once) {
   Peer& peer = peers_[static_cast<std::size_t>(rank)];
   UdpDatagramHeader header;
@@ -342,13 +348,13 @@ void UdpTransport::TransmitLocked(int rank, UdpDatagramHeader::Kind kind, std::u
 }
 
 void UdpTransport::ResendLocked(int rank, const std::vector<std::uint32_t>& sequences) {
-  const Peer& peer = peers_[static_cast<std::size_t>(rank)];
+  Peer& peer = peers_[static_cast<std::size_t>(rank)];
   for (std::uint32_t sequence : sequences) {
     if (auto segment = peer.channel->Stored(sequence)) {
       // A segment of lent memory (a lent frame's last segment among them, which always carries
       // some) is acknowledged at once when it comes again: a sender waits for it, and it may
       // fill the gap the others wait behind.
-      const LentBytes* lent = LentBy(peer, sequence);
+      LentBytes* lent = LentBy(peer, sequence);
       TransmitLocked(rank, UdpDatagramHeader::kData, sequence, segment.get(), lent,
                      /*ack_at_once=*/lent != nullptr);
     }
@@ -357,9 +363,13 @@ void UdpTransport::ResendLocked(int rank, const std::vector<std::uint32_t>& sequ
 
 void UdpTransport::SendDatagramLocked(const sockaddr_in& to, const std::uint8_t* header,
                                       const std::vector<std::uint8_t>* segment,
-                                      const LentBytes* lent_bytes) {
+                                      LentBytes* lent_bytes) {
+  // lent: the lent segment this datagram carries, whose datagrams are counted; nullptr for a
+  // datagram that carries no lent memory, or was copied out of it already.
   auto put = [this](const sockaddr_in& address, const std::uint8_t* head, const std::uint8_t* data,
-                    std::size_t size, std::span<const std::uint8_t> tail, bool splice) {
+                    std::size_t size, LentBytes* lent) {
+    std::span<const std::uint8_t> tail =
+        lent != nullptr ? lent->bytes : std::span<const std::uint8_t>();
     iovec pieces[3];
     std::size_t count = 0;
     pieces[count++] = {const_cast<std::uint8_t*>(head), UdpDatagramHeader::kSize};
@@ -368,9 +378,17 @@ void UdpTransport::SendDatagramLocked(const sockaddr_in& to, const std::uint8_t*
     if (!tail.empty()) {
       pieces[count++] = {const_cast<std::uint8_t*>(tail.data()), tail.size()};
     }
-    if (splice) {
-      switch (splicer_.Send(address, std::span(pieces, own), tail, faults_.RefuseSplice())) {
-        case internal::UdpSplicer::Outcome::kSent: ++spliced_sends_; return;
+    if (lent != nullptr && lent->splice) {
+      // Only a segment's first datagram keeps its own bytes in a slot: with no other copy of it
+      // about, the acknowledgement says the one that reads the slot was read.
+      std::optional<std::uint32_t>* slot =
+          lent->datagrams == 0 && !lent->slot ? &lent->slot : nullptr;
+      switch (splicer_.Send(address, std::span(pieces, own), tail, faults_.RefuseSplice(), slot)) {
+        case internal::UdpSplicer::Outcome::kSent:
+          ++spliced_sends_;
+          if (slot != nullptr && *slot) ++slot_sends_;
+          ++lent->datagrams;
+          return;
         case internal::UdpSplicer::Outcome::kLost: ++send_failures_; return;
         case internal::UdpSplicer::Outcome::kNotSpliced: break;
       }
@@ -386,32 +404,34 @@ void UdpTransport::SendDatagramLocked(const sockaddr_in& to, const std::uint8_t*
       ++send_failures_;
       return;
     }
+    if (lent != nullptr) ++lent->datagrams;
   };
   const std::uint8_t* data = segment != nullptr ? segment->data() : nullptr;
   std::size_t size = segment != nullptr ? segment->size() : 0;
-  std::span<const std::uint8_t> lent =
-      lent_bytes != nullptr ? lent_bytes->bytes : std::span<const std::uint8_t>();
-  bool splice = lent_bytes != nullptr && lent_bytes->splice;
   switch (faults_.Next()) {
     case internal::UdpFaults::Action::kDrop: return;
-    case internal::UdpFaults::Action::kDuplicate: put(to, header, data, size, lent, splice); break;
+    case internal::UdpFaults::Action::kDuplicate: put(to, header, data, size, lent_bytes); break;
     case internal::UdpFaults::Action::kHoldBack:
       if (held_back_.empty()) {
+        std::span<const std::uint8_t> lent =
+            lent_bytes != nullptr ? lent_bytes->bytes : std::span<const std::uint8_t>();
         held_back_.assign(header, header + UdpDatagramHeader::kSize);
         held_back_.insert(held_back_.end(), data, data + size);
         held_back_.insert(held_back_.end(), lent.begin(), lent.end());
         held_back_to_ = to;
+        // Counted now: its copy, not a slot, goes later, and may be the one acknowledged.
+        if (lent_bytes != nullptr) ++lent_bytes->datagrams;
         return;
       }
       break;
     case internal::UdpFaults::Action::kSend: break;
   }
-  put(to, header, data, size, lent, splice);
+  put(to, header, data, size, lent_bytes);
   if (!held_back_.empty()) {
     std::vector<std::uint8_t> late = std::move(held_back_);
     held_back_.clear();
     put(held_back_to_, late.data(), late.data() + UdpDatagramHeader::kSize,
-        late.size() - UdpDatagramHeader::kSize, {}, false);
+        late.size() - UdpDatagramHeader::kSize, nullptr);
   }
 }
 
@@ -618,7 +638,10 @@ void UdpTransport::Close() {
               std::to_string(resent) + " sent again, " + std::to_string(send_failures_) +
               " refused by a full socket buffer, " + std::to_string(lent_segments_sent_) +
               " from lent memory, " + std::to_string(spliced_sends_) +
-              " sends of lent memory spliced; timeouts (ms)" + rtos);
+              " sends of lent memory spliced (" + std::to_string(slot_sends_) +
+              " with their own bytes from a slot; " +
+              std::to_string(splicer_.slots().quarantined()) +
+              " slots held after a resend); timeouts (ms)" + rtos);
     }
   }
   engine_.Remove(socket_.get());

@@ -89,6 +89,11 @@ class UdpTransport : public Transport {
     std::uint32_t sequence = 0;
     std::span<const std::uint8_t> bytes;
     bool splice = false;
+    // The splicer's slot that holds the first datagram's own bytes (udp_splice_slots.h), and how
+    // many datagrams of the segment went to the kernel: the slot is free again at the
+    // acknowledgement only when that datagram was the one.
+    std::optional<std::uint32_t> slot;
+    std::uint32_t datagrams = 0;
   };
   // A sender whose memory is lent until the segment `last` and all before it are acknowledged.
   struct LentUntil {
@@ -129,20 +134,22 @@ class UdpTransport : public Transport {
   void PumpLocked(int rank, std::int64_t now, AfterLock* after);
   // lent: the bytes of the caller's memory the datagram carries after the segment's own, if any.
   void TransmitLocked(int rank, internal::UdpDatagramHeader::Kind kind, std::uint32_t sequence,
-                      const std::vector<std::uint8_t>* segment, const LentBytes* lent = nullptr,
+                      const std::vector<std::uint8_t>* segment, LentBytes* lent = nullptr,
                       bool ack_at_once = false);
   // The caller's memory a kept segment carries; nullptr when it carries none.
-  static const LentBytes* LentBy(const Peer& peer, std::uint32_t sequence);
+  static LentBytes* LentBy(Peer& peer, std::uint32_t sequence);
   // After an acknowledgement: forgets lent memory no segment kept refers to, and frees the
   // senders whose segments are all acknowledged.
-  static void ReturnLentLocked(Peer& peer, AfterLock* after);
+  void ReturnLentLocked(Peer& peer, AfterLock* after);
   // The peer is gone or the transport closes: senders of frames still queued, or waiting for
   // acknowledgements, learn that their frames may not have been delivered.
-  static void FailSendersLocked(Peer& peer, AfterLock* after);
+  void FailSendersLocked(Peer& peer, AfterLock* after);
+  // A lent segment is done with (acknowledged, or given up): its splice slot, if any, goes back.
+  void ForgetLentLocked(const LentBytes& lent, bool acknowledged);
   // Sends again the segments the channel named (timeouts, fast retransmission).
   void ResendLocked(int rank, const std::vector<std::uint32_t>& sequences);
   void SendDatagramLocked(const sockaddr_in& to, const std::uint8_t* header,
-                          const std::vector<std::uint8_t>* segment, const LentBytes* lent);
+                          const std::vector<std::uint8_t>* segment, LentBytes* lent);
   void OnTimer();
   void ServeChannelsLocked(std::int64_t now, AfterLock* after);
   void ScheduleTimerLocked(std::int64_t now);
@@ -173,6 +180,7 @@ class UdpTransport : public Transport {
   std::uint64_t segments_sent_ = 0;
   std::uint64_t lent_segments_sent_ = 0;  // first sends that carried lent memory
   std::uint64_t spliced_sends_ = 0;       // sends whose lent memory went without a copy
+  std::uint64_t slot_sends_ = 0;          // and whose own bytes went from a splice slot
   std::uint64_t send_failures_ = 0;
   LogLimiter strangers_{"udp datagrams from strangers"};
 };

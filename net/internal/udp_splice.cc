@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
 
@@ -84,6 +85,48 @@ bool UdpSplicer::Open() {
   return true;
 }
 
+bool UdpSplicer::FillPipe(std::span<const iovec> own, std::size_t own_bytes,
+                          std::span<const std::uint8_t> lent, std::optional<std::uint32_t>* slot) {
+  std::optional<SpliceSlots::Slot> kept;
+  if (slot != nullptr) kept = slots_.Fill(own, MonotonicMs());
+  iovec pages[2];
+  int count = 0;
+  if (kept) {
+    pages[count++] = {const_cast<std::uint8_t*>(kept->bytes.data()), kept->bytes.size()};
+  } else {
+    ssize_t written = ::writev(pipe_write_.get(), own.data(), static_cast<int>(own.size()));
+    if (written != static_cast<ssize_t>(own_bytes)) {
+      DropPipe();
+      return false;
+    }
+  }
+  pages[count++] = {const_cast<std::uint8_t*>(lent.data()), lent.size()};
+  std::size_t expected = lent.size() + (kept ? own_bytes : 0);
+  ssize_t taken = ::vmsplice(pipe_write_.get(), pages, static_cast<unsigned long>(count), 0);
+  if (taken != static_cast<ssize_t>(expected)) {
+    int error = errno;
+    if (taken < 0 && MeansUnsupported(error)) {
+      GiveUp(SystemErrorText("vmsplice", error));
+    } else {
+      // Memory the kernel cannot pin (EFAULT: a device's mapping): this datagram is copied. The
+      // socket holds nothing of it; only the pipe does.
+      DropPipe();
+    }
+    if (kept) slots_.Free(kept->index);  // the pipe that held its pages is gone
+    return false;
+  }
+  if (slot != nullptr) *slot = kept ? std::optional(kept->index) : std::nullopt;
+  return true;
+}
+
+void UdpSplicer::ReleaseSlot(std::uint32_t slot, bool read_once) {
+  if (read_once) {
+    slots_.Free(slot);
+  } else {
+    slots_.Quarantine(slot, MonotonicMs());
+  }
+}
+
 void UdpSplicer::DropPipe() {
   pipe_read_.reset();
   pipe_write_.reset();
@@ -103,7 +146,8 @@ bool UdpSplicer::GiveUp(const std::string& why) {
 }
 
 UdpSplicer::Outcome UdpSplicer::Send(const sockaddr_in& to, std::span<const iovec> own,
-                                     std::span<const std::uint8_t> lent, bool refuse) {
+                                     std::span<const std::uint8_t> lent, bool refuse,
+                                     std::optional<std::uint32_t>* slot) {
   if (!usable_ || lent.size() < kSpliceFrom) return Outcome::kNotSpliced;
   std::size_t own_bytes = 0;
   for (const iovec& piece : own) own_bytes += piece.iov_len;
@@ -118,27 +162,17 @@ UdpSplicer::Outcome UdpSplicer::Send(const sockaddr_in& to, std::span<const iove
     connected_ = true;
   }
   // The pipe is empty here: every way out of this function empties it or drops it.
-  ssize_t written = ::writev(pipe_write_.get(), own.data(), static_cast<int>(own.size()));
-  if (written != static_cast<ssize_t>(own_bytes)) {
-    DropPipe();
-    return Outcome::kNotSpliced;
-  }
-  iovec pages{const_cast<std::uint8_t*>(lent.data()), lent.size()};
-  ssize_t taken = ::vmsplice(pipe_write_.get(), &pages, 1, 0);
-  if (taken != static_cast<ssize_t>(lent.size())) {
-    int error = errno;
-    if (taken < 0 && MeansUnsupported(error)) {
-      GiveUp(SystemErrorText("vmsplice", error));
-    } else {
-      // Memory the kernel cannot pin (EFAULT: a device's mapping): this datagram is copied. The
-      // socket holds nothing of it; only the pipe does.
-      DropPipe();
-    }
-    return Outcome::kNotSpliced;
-  }
+  if (!FillPipe(own, own_bytes, lent, slot)) return Outcome::kNotSpliced;
+  // A datagram that did not go leaves nothing that reads its slot: the pipe and the socket
+  // holding its bytes are dropped.
+  auto free_slot = [&] {
+    if (slot != nullptr && *slot) slots_.Free(**slot);
+    if (slot != nullptr) slot->reset();
+  };
   std::size_t total = own_bytes + lent.size();
   if (refuse) {
     Reset();
+    free_slot();
     return Outcome::kLost;
   }
   ssize_t sent = ::splice(pipe_read_.get(), nullptr, socket_.get(), nullptr, total, 0);
@@ -147,11 +181,15 @@ UdpSplicer::Outcome UdpSplicer::Send(const sockaddr_in& to, std::span<const iove
   Reset();
   if (sent >= 0) {
     // Part of a datagram went: with at most kMaxPieces pieces the kernel never does that, and a
-    // receiver would take the part for a whole segment. Resent whole; no more splices.
+    // receiver would take the part for a whole segment. Resent whole; no more splices. The part
+    // may still be unread, with the slot's bytes in it.
+    if (slot != nullptr && *slot) slots_.Quarantine(**slot, MonotonicMs());
+    if (slot != nullptr) slot->reset();
     GiveUp("splice sent " + std::to_string(sent) + " of a datagram's " + std::to_string(total) +
            " bytes");
     return Outcome::kLost;
   }
+  free_slot();
   // A failed splice sent nothing: a datagram goes whole or not at all.
   switch (error) {
     case EAGAIN:

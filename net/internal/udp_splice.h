@@ -6,10 +6,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 
 #include "base/fd.h"
+#include "net/internal/udp_splice_slots.h"
 
 namespace lmdx::net::internal {
 
@@ -23,8 +25,10 @@ namespace lmdx::net::internal {
 // lent memory must stay unchanged until the peer has acknowledged the datagram: the udp
 // transport's lending promises that already (net/udp_transport.h). A copy still in flight after
 // that, a resent duplicate, is dropped by the receiver for its sequence number, whatever its
-// bytes. The datagram's own bytes (its header, and the segment's copied part) are written into
-// the pipe, which copies them, so their buffers are free at once. The promise holds when a send
+// bytes. The datagram's own bytes (its header, and the segment's copied part) go into the pipe
+// from a slot that stays unchanged while the datagram may be unread (udp_splice_slots.h) when the
+// datagram is its segment's first; others, or when no slot is free, are written into the pipe,
+// which copies them, so their buffers are free at once. The promise holds when a send
 // succeeds; when it fails (its peer silent for the give-up time, or the transport closing with
 // segments unacknowledged) the sender learns so while spliced datagrams may still wait unread in
 // the peer's socket, and may carry what the sender writes next. A peer that silent is lost to
@@ -52,8 +56,15 @@ class UdpSplicer {
   };
   // refuse: a fault injected for tests (LMDX_UDP_FAULTS splice=P): the datagram's bytes go into
   // the pipe, and then it fails as a socket with no room would make it.
+  // slot: given for the first datagram of its segment; after kSent it names the slot that holds
+  // the own bytes (nullopt when they were written into the pipe), which the caller hands back
+  // with ReleaseSlot once the segment is acknowledged or given up.
   Outcome Send(const sockaddr_in& to, std::span<const iovec> own,
-               std::span<const std::uint8_t> lent, bool refuse = false);
+               std::span<const std::uint8_t> lent, bool refuse = false,
+               std::optional<std::uint32_t>* slot = nullptr);
+  // read_once: the slot's datagram was the only one of its segment, and it has been read.
+  void ReleaseSlot(std::uint32_t slot, bool read_once);
+  const SpliceSlots& slots() const { return slots_; }
 
  private:
   // A page a pipe buffer, and what one splice gives the socket in one call (fs/splice.c).
@@ -61,6 +72,11 @@ class UdpSplicer {
   std::size_t PiecesOf(std::size_t own_bytes, const std::uint8_t* from, std::size_t size) const;
   // Makes the pipe and the socket where they are missing; false (after GiveUp) when it cannot.
   bool Open();
+  // Puts the datagram's bytes into the empty pipe: the own bytes from a slot when *slot is
+  // given and one is free (*slot names it then), else written. False, with the pipe empty or
+  // dropped and no slot taken, when they did not all go in.
+  bool FillPipe(std::span<const iovec> own, std::size_t own_bytes,
+                std::span<const std::uint8_t> lent, std::optional<std::uint32_t>* slot);
   // Drops what the pipe holds.
   void DropPipe();
   // Drops the pipe's contents and the socket's state after a send that went wrong part way.
@@ -78,6 +94,7 @@ class UdpSplicer {
   Fd socket_;
   sockaddr_in connected_to_{};
   bool connected_ = false;
+  SpliceSlots slots_;
 };
 
 }  // namespace lmdx::net::internal

@@ -62,6 +62,8 @@ struct LentSends {
   long refused = 0;
   long lent = 0;
   long spliced = 0;
+  long from_slots = 0;  // spliced sends whose own bytes went from a slot
+  long held = 0;        // slots kept unchanged at the end because their segment went twice
 };
 std::optional<LentSends> SenderStatistics(const std::string& err) {
   std::smatch line;
@@ -69,11 +71,12 @@ std::optional<LentSends> SenderStatistics(const std::string& err) {
           err, line,
           std::regex(R"(\[rank 0\]: udp: [0-9]+ segments sent, ([0-9]+) sent again, ([0-9]+) )"
                      R"(refused by a full socket buffer, ([0-9]+) from lent memory, ([0-9]+) )"
-                     R"(sends of lent memory spliced)"))) {
+                     R"(sends of lent memory spliced \(([0-9]+) with their own bytes from a )"
+                     R"(slot; ([0-9]+) slots held after a resend\))"))) {
     return std::nullopt;
   }
   return LentSends{std::stol(line[1].str()), std::stol(line[2].str()), std::stol(line[3].str()),
-                   std::stol(line[4].str())};
+                   std::stol(line[4].str()), std::stol(line[5].str()), std::stol(line[6].str())};
 }
 
 // REUSED_BUFFER over udp, statistics on: rank 0 sends `count` messages of `size` bytes from one
@@ -147,6 +150,31 @@ TEST(UdpTransportTest, RefusedSplicesAreResentAndTheStreamStaysWhole) {
   EXPECT_GT(run.sender->refused, 0) << run.job.err;
   EXPECT_GT(run.sender->resent, 0) << run.job.err;
   if (!run.splicing_off()) EXPECT_GE(run.sender->spliced, 16 * 8) << run.job.err;
+}
+
+// With nothing lost, every segment goes once, and its datagram's own bytes (header and copied
+// part) go into the kernel from a slot rather than a page of the pipe's: each slot is free again
+// at its acknowledgement, and none is held at the end.
+TEST(UdpTransportTest, EachLentSegmentsOwnBytesGoFromASlot) {
+  LentRun run = RunLentSends("1048576", 16);
+  ASSERT_TRUE(AllVerified(run, 16));
+  if (run.splicing_off()) GTEST_SKIP() << "this kernel cannot splice into udp\n" << run.job.err;
+  EXPECT_EQ(run.sender->resent, 0) << run.job.err;
+  EXPECT_GE(run.sender->spliced, 16 * 16) << run.job.err;
+  EXPECT_EQ(run.sender->from_slots, run.sender->spliced) << run.job.err;
+  EXPECT_EQ(run.sender->held, 0) << run.job.err;
+}
+
+// A segment whose datagram went twice (duplicated here) may have a copy still unread when the
+// acknowledgement comes: its slot is held unchanged, not written with the next datagram's header.
+TEST(UdpTransportTest, ASlotWhoseSegmentWentTwiceIsHeld) {
+  ScopedEnv faults("LMDX_UDP_FAULTS", "duplicate=20");
+  LentRun run = RunLentSends("1048576", 16);
+  ASSERT_TRUE(AllVerified(run, 16));
+  if (run.splicing_off()) GTEST_SKIP() << "this kernel cannot splice into udp\n" << run.job.err;
+  EXPECT_GT(run.sender->from_slots, 16 * 8) << run.job.err;
+  EXPECT_GT(run.sender->held, 0) << run.job.err;
+  EXPECT_LT(run.sender->from_slots, run.sender->spliced) << run.job.err;
 }
 
 // A lent payload larger than UdpTransport::kSpliceUpTo (4 MiB) is copied into the kernel: beyond
