@@ -33,7 +33,9 @@ constexpr std::size_t kNetworkSegment = 8192 - UdpDatagramHeader::kSize;
 constexpr std::size_t kBytesInFlight = 4u << 20;
 constexpr int kReceiveBuffer = 16 << 20;
 constexpr int kSendBuffer = 8 << 20;
-constexpr int kBatch = 16;  // datagrams per recvmmsg
+constexpr std::size_t kBatch = 16;  // datagrams per recvmmsg
+// A payload with less than this still to come is not read into place: the copy is small.
+constexpr std::size_t kPlaceFrom = 4096;
 
 // LMDX_UDP_SEGMENT overrides the segment size (bytes of the frame stream per datagram).
 std::size_t SegmentBytes(const sockaddr_in& peer) {
@@ -435,21 +437,55 @@ void UdpTransport::SendDatagramLocked(const sockaddr_in& to, const std::uint8_t*
   }
 }
 
+// The peer whose payload the next datagram most likely continues, and where its bytes go: the
+// last data came from that peer and left its reader mid-payload.
+UdpTransport::Placement UdpTransport::PlacementForNextDatagram() const {
+  if (placing_rank_ < 0) return {};
+  std::span<std::uint8_t> room =
+      peers_[static_cast<std::size_t>(placing_rank_)].reader->PayloadRoom();
+  if (room.size() < kPlaceFrom) return {};
+  return {placing_rank_, room.first(std::min(room.size(), kLoopbackSegment))};
+}
+
+bool UdpTransport::ContinuesPayloadLocked(const std::uint8_t* data, std::size_t size,
+                                          int rank) const {
+  auto header = UdpDatagramHeader::Decode(data, size);
+  if (!header || header->kind != UdpDatagramHeader::kData || header->source != rank) return false;
+  const Peer& peer = peers_[static_cast<std::size_t>(rank)];
+  return !peer.gone && peer.channel && peer.token_in && header->token == *peer.token_in &&
+         header->sequence == peer.channel->CumulativeAck();
+}
+
 void UdpTransport::OnReadable() {
   if (receive_buffers_.empty()) {
     receive_buffers_.assign(kBatch,
                             std::vector<std::uint8_t>(UdpDatagramHeader::kSize + kLoopbackSegment));
   }
+  constexpr std::size_t kHeader = UdpDatagramHeader::kSize;
   for (;;) {
+    // While a payload streams in, datagrams are read one at a time, each partly straight into
+    // the payload it most likely continues: between its header and the rest, which lie together
+    // in its buffer. Where the next datagram's bytes belong is known only once this one is read.
+    Placement placement = PlacementForNextDatagram();
+    const std::size_t batch = placement.room.empty() ? kBatch : 1;
     mmsghdr messages[kBatch] = {};
-    iovec pieces[kBatch];
-    for (int i = 0; i < kBatch; ++i) {
-      pieces[i] = {receive_buffers_[static_cast<std::size_t>(i)].data(),
-                   receive_buffers_[static_cast<std::size_t>(i)].size()};
-      messages[i].msg_hdr.msg_iov = &pieces[i];
-      messages[i].msg_hdr.msg_iovlen = 1;
+    iovec pieces[kBatch + 2];
+    std::size_t piece = 0;
+    for (std::size_t i = 0; i < batch; ++i) {
+      std::uint8_t* buffer = receive_buffers_[i].data();
+      messages[i].msg_hdr.msg_iov = &pieces[piece];
+      if (i == 0 && !placement.room.empty()) {
+        pieces[piece++] = {buffer, kHeader};
+        pieces[piece++] = {placement.room.data(), placement.room.size()};
+        pieces[piece++] = {buffer + kHeader, receive_buffers_[i].size() - kHeader};
+        messages[i].msg_hdr.msg_iovlen = 3;
+      } else {
+        pieces[piece++] = {buffer, receive_buffers_[i].size()};
+        messages[i].msg_hdr.msg_iovlen = 1;
+      }
     }
-    int count = ::recvmmsg(socket_.get(), messages, kBatch, MSG_DONTWAIT, nullptr);
+    int count =
+        ::recvmmsg(socket_.get(), messages, static_cast<unsigned>(batch), MSG_DONTWAIT, nullptr);
     if (count < 0) {
       if (errno == EINTR) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK) LogLine(SystemErrorText("udp: receive", errno));
@@ -461,9 +497,24 @@ void UdpTransport::OnReadable() {
       std::lock_guard lock(mutex_);
       if (closed_) return;
       std::int64_t now = MonotonicMs();
-      for (int i = 0; i < count; ++i) {
-        HandleDatagramLocked(receive_buffers_[static_cast<std::size_t>(i)].data(),
-                             messages[i].msg_len, now, &ready, &after);
+      for (std::size_t i = 0; i < static_cast<std::size_t>(count); ++i) {
+        std::uint8_t* buffer = receive_buffers_[i].data();
+        std::size_t size = messages[i].msg_len;
+        std::size_t placed = 0;
+        if (i == 0 && size > kHeader && !placement.room.empty()) {
+          placed = std::min(size - kHeader, placement.room.size());
+          size -= placed;
+          if (!ContinuesPayloadLocked(buffer, size, placement.rank)) {
+            // Another's datagram, or one out of order: put it together as it came.
+            std::memmove(buffer + kHeader + placed, buffer + kHeader, size - kHeader);
+            std::memcpy(buffer + kHeader, placement.room.data(), placed);
+            size += placed;
+            placed = 0;
+          } else {
+            ++placed_datagrams_;
+          }
+        }
+        HandleDatagramLocked(buffer, size, placed, now, &ready, &after);
       }
       ServeChannelsLocked(now, &after);
       ScheduleTimerLocked(now);
@@ -471,26 +522,34 @@ void UdpTransport::OnReadable() {
     // Frames go to the host outside the lock: its handlers send. A peer whose stream breaks is
     // dropped; the others' segments, acknowledged already, are still delivered.
     std::vector<int> broken;
-    for (auto& [source, segment] : ready) {
+    for (Arrived& arrived : ready) {
+      int source = arrived.source;
       if (std::find(broken.begin(), broken.end(), source) != broken.end()) continue;
       Peer& peer = peers_[static_cast<std::size_t>(source)];
       std::string error;
-      if (!peer.reader->Feed(segment.bytes.data(), segment.bytes.size(), &error)) {
+      if ((arrived.placed > 0 && !peer.reader->TakePlaced(arrived.placed, &error)) ||
+          !peer.reader->Feed(arrived.segment.bytes.data(), arrived.segment.bytes.size(), &error)) {
         broken.push_back(source);
+        if (placing_rank_ == source) placing_rank_ = -1;
         std::lock_guard lock(mutex_);
         MarkGoneLocked(source, "udp: rank " + std::to_string(source) + " sent " + error, &after);
         continue;
       }
-      if (peer.reader->in_payload()) wait_board::NoteTraffic();
+      if (peer.reader->in_payload()) {
+        wait_board::NoteTraffic();
+        placing_rank_ = source;
+      } else if (placing_rank_ == source) {
+        placing_rank_ = -1;
+      }
     }
     after.Run(host_);
-    if (count < kBatch) return;
+    if (count < static_cast<int>(batch)) return;
   }
 }
 
 void UdpTransport::HandleDatagramLocked(const std::uint8_t* data, std::size_t size,
-                                        std::int64_t now, std::vector<Arrived>* ready,
-                                        AfterLock* after) {
+                                        std::size_t placed, std::int64_t now,
+                                        std::vector<Arrived>* ready, AfterLock* after) {
   // Before the job table, a peer's first datagram cannot be checked: drop it unread, its
   // sender resends it.
   if (peers_.empty()) return;
@@ -526,12 +585,22 @@ void UdpTransport::HandleDatagramLocked(const std::uint8_t* data, std::size_t si
     // An in-order segment is read where it landed, not copied: only one that waits behind a
     // gap is kept (a copy per 64 KiB datagram was a good part of a large message's time).
     std::vector<internal::ReliableChannel::Received> in_order;
-    peer.channel->OnData(
+    auto arrival = peer.channel->OnData(
         header->sequence,
         std::span(data + UdpDatagramHeader::kSize, size - UdpDatagramHeader::kSize), now,
         &in_order);
+    if (placed > 0 && arrival != internal::ReliableChannel::Arrival::kDelivered) {
+      // OnReadable placed it only as the segment due next: its placed bytes are in no segment.
+      MarkGoneLocked(source,
+                     "udp: segment " + std::to_string(header->sequence) + " of rank " +
+                         std::to_string(source) + " was read into place out of order",
+                     after);
+      return;
+    }
     if (header->ack_at_once) peer.channel->AcknowledgeAtOnce();
-    for (auto& piece : in_order) ready->emplace_back(source, std::move(piece));
+    for (auto& piece : in_order) {
+      ready->push_back(Arrived{source, std::move(piece), std::exchange(placed, 0)});
+    }
   }
   PumpLocked(source, now, after);
   if (closing_) drained_.notify_all();
@@ -588,6 +657,7 @@ void UdpTransport::MarkGoneLocked(int rank, const std::string& why, AfterLock* a
   Peer& peer = peers_[static_cast<std::size_t>(rank)];
   if (peer.gone) return;
   peer.gone = true;
+  if (placing_rank_ == rank) placing_rank_ = -1;  // its payload's memory may go with the receive
   FailSendersLocked(peer, after);
   drained_.notify_all();
   if (closing_ || !peer.used) return;
@@ -634,14 +704,14 @@ void UdpTransport::Close() {
         resent += peer.channel->retransmitted();
         rtos += " " + std::to_string(peer.channel->RtoMs());
       }
-      LogLine("udp: " + std::to_string(segments_sent_) + " segments sent, " +
-              std::to_string(resent) + " sent again, " + std::to_string(send_failures_) +
-              " refused by a full socket buffer, " + std::to_string(lent_segments_sent_) +
-              " from lent memory, " + std::to_string(spliced_sends_) +
-              " sends of lent memory spliced (" + std::to_string(slot_sends_) +
-              " with their own bytes from a slot; " +
-              std::to_string(splicer_.slots().quarantined()) +
-              " slots held after a resend); timeouts (ms)" + rtos);
+      LogLine(
+          "udp: " + std::to_string(segments_sent_) + " segments sent, " + std::to_string(resent) +
+          " sent again, " + std::to_string(send_failures_) + " refused by a full socket buffer, " +
+          std::to_string(lent_segments_sent_) + " from lent memory, " +
+          std::to_string(spliced_sends_) + " sends of lent memory spliced (" +
+          std::to_string(slot_sends_) + " with their own bytes from a slot; " +
+          std::to_string(splicer_.slots().quarantined()) + " slots held after a resend), " +
+          std::to_string(placed_datagrams_) + " datagrams read into place; timeouts (ms)" + rtos);
     }
   }
   engine_.Remove(socket_.get());

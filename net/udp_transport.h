@@ -44,7 +44,9 @@ namespace lmdx::net {
 // wait for the acknowledgement costs a round trip per large message. Where the kernel can take
 // lent memory's pages, it does not copy them either (net/internal/udp_splice.h;
 // LMDX_UDP_SPLICE=0 turns that off): a segment's lent bytes then end where one splice's pages
-// do. Frames wait in a queue while
+// do. On the receiving side, a datagram that continues a payload streaming in is read partly
+// straight into the payload's memory (a posted receive's buffer, most often), one datagram a
+// call, rather than into a buffer of the transport's first and copied. Frames wait in a queue while
 // the window is full; acknowledgements, processed by the progress thread, move them on, so Send
 // never blocks.
 //
@@ -121,14 +123,29 @@ class UdpTransport : public Transport {
     void Run(TransportHost& host);
   };
 
-  // Source rank and segment; its bytes may lie in receive_buffers_ until the next receive.
-  using Arrived = std::pair<int, internal::ReliableChannel::Received>;
+  // A segment in order; its bytes may lie in receive_buffers_ until the next receive. Its first
+  // `placed` bytes are not among them: they were read straight into the payload they continue.
+  struct Arrived {
+    int source = -1;
+    internal::ReliableChannel::Received segment;
+    std::size_t placed = 0;
+  };
+  // Where the next datagram read may put the payload bytes it carries: empty unless a peer's
+  // payload is streaming in.
+  struct Placement {
+    int rank = -1;
+    std::span<std::uint8_t> room;
+  };
+  Placement PlacementForNextDatagram() const;
+  // The datagram (its placed bytes left out) is the next data segment of rank's stream.
+  bool ContinuesPayloadLocked(const std::uint8_t* data, std::size_t size, int rank) const;
   // The peer's channel, made on first use; nullptr when it has no udp endpoint.
   Peer* OpenLocked(int rank);
   void OnReadable();
-  // One datagram from the socket; in-order segments for the frame reader go to *ready.
-  void HandleDatagramLocked(const std::uint8_t* data, std::size_t size, std::int64_t now,
-                            std::vector<Arrived>* ready, AfterLock* after);
+  // One datagram from the socket; in-order segments for the frame reader go to *ready. placed:
+  // the bytes of its segment read into place (OnReadable), which data leaves out.
+  void HandleDatagramLocked(const std::uint8_t* data, std::size_t size, std::size_t placed,
+                            std::int64_t now, std::vector<Arrived>* ready, AfterLock* after);
   static std::size_t SegmentNeedLocked(const Peer& peer);
   // Moves queued frames into segments while the window allows.
   void PumpLocked(int rank, std::int64_t now, AfterLock* after);
@@ -165,6 +182,8 @@ class UdpTransport : public Transport {
   std::string local_address_;
   // Dispatch only; allocated when the first datagram arrives.
   std::vector<std::vector<std::uint8_t>> receive_buffers_;
+  // Dispatch only: the peer whose payload the last data left unfinished, or -1.
+  int placing_rank_ = -1;
 
   mutable std::mutex mutex_;  // guards everything below
   std::condition_variable drained_;
@@ -181,6 +200,7 @@ class UdpTransport : public Transport {
   std::uint64_t lent_segments_sent_ = 0;  // first sends that carried lent memory
   std::uint64_t spliced_sends_ = 0;       // sends whose lent memory went without a copy
   std::uint64_t slot_sends_ = 0;          // and whose own bytes went from a splice slot
+  std::uint64_t placed_datagrams_ = 0;    // read partly straight into the payload they continue
   std::uint64_t send_failures_ = 0;
   LogLimiter strangers_{"udp datagrams from strangers"};
 };

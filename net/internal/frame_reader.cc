@@ -70,6 +70,23 @@ bool FrameReader::Feed(const std::uint8_t* data, std::size_t size, std::string* 
   return true;
 }
 
+std::span<std::uint8_t> FrameReader::PayloadRoom() const {
+  if (state_ != State::kPayload) return {};
+  return {current_.payload + payload_got_,
+          static_cast<std::size_t>(current_.header.payload_length - payload_got_)};
+}
+
+bool FrameReader::TakePlaced(std::size_t size, std::string* error) {
+  if (size > PayloadRoom().size()) {
+    *error = std::to_string(size) + " bytes placed where " + std::to_string(PayloadRoom().size()) +
+             " of a payload were due";
+    return false;
+  }
+  payload_got_ += size;
+  if (payload_got_ == current_.header.payload_length) Deliver();
+  return true;
+}
+
 bool FrameReader::StartPayloadOrDeliver(std::string* error) {
   if (current_.header.payload_length == 0) {
     Deliver();

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "net/message.h"
@@ -26,6 +27,12 @@ class FrameReader {
   bool Feed(const std::uint8_t* data, std::size_t size, std::string* error);
   // Mid-payload: a long transfer is under way (the hang watch counts it as traffic).
   bool in_payload() const { return state_ == State::kPayload; }
+  // Where the stream's next bytes belong while they continue a payload: a transport may read
+  // them straight there, then say so with TakePlaced. Empty between payloads.
+  std::span<std::uint8_t> PayloadRoom() const;
+  // The stream's next `size` bytes were put where PayloadRoom said. False, with *error, when
+  // they do not fit there.
+  bool TakePlaced(std::size_t size, std::string* error);
 
  private:
   enum class State { kHeader, kBody, kPayload };

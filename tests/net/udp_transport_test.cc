@@ -165,6 +165,28 @@ TEST(UdpTransportTest, EachLentSegmentsOwnBytesGoFromASlot) {
   EXPECT_EQ(run.sender->held, 0) << run.job.err;
 }
 
+// How many datagrams rank 1 read partly straight into the payload they continued.
+std::optional<long> ReadIntoPlace(const std::string& err) {
+  std::smatch line;
+  if (!std::regex_search(
+          err, line, std::regex(R"(\[rank 1\]: udp: .*, ([0-9]+) datagrams read into place)"))) {
+    return std::nullopt;
+  }
+  return std::stol(line[1].str());
+}
+
+// While a large payload streams in, the receiver reads each datagram's bytes straight into the
+// payload's memory (the receive's own buffer here) rather than into a buffer of its own first;
+// the datagrams read before the receive was posted, or out of order, are copied.
+TEST(UdpTransportTest, AStreamingPayloadIsReadStraightWhereItBelongs) {
+  LentRun run = RunLentSends("1048576", 16);
+  ASSERT_TRUE(AllVerified(run, 16));
+  std::optional<long> placed = ReadIntoPlace(run.job.err);
+  ASSERT_TRUE(placed) << run.job.err;
+  // Each 1 MiB message is at least 16 datagrams; all but its first continue its payload.
+  EXPECT_GE(*placed, 16 * 8) << run.job.err;
+}
+
 // A segment whose datagram went twice (duplicated here) may have a copy still unread when the
 // acknowledgement comes: its slot is held unchanged, not written with the next datagram's header.
 TEST(UdpTransportTest, ASlotWhoseSegmentWentTwiceIsHeld) {
