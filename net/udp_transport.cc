@@ -154,7 +154,6 @@ void UdpTransport::Send(int dest, OutgoingMessage message, bool /*may_block*/) {
   Outgoing outgoing;
   outgoing.total = internal::SealOutgoingHeader(message, rank_, outgoing.header);
   outgoing.lent = message.payload.size >= kLendFrom && !message.payload.owner && message.on_sent;
-  outgoing.splice = outgoing.lent && message.payload.size <= kSpliceUpTo;
   outgoing.message = std::move(message);
   AfterLock after;
   {
@@ -244,15 +243,13 @@ void UdpTransport::PumpLocked(int rank, std::int64_t now, AfterLock* after) {
           left = front.total - front.offset;
           // A lent piece ends where one splice can carry it.
           std::size_t spliceable =
-              front.splice ? splicer_.LentRoom(UdpDatagramHeader::kSize + segment->size(), from)
-                           : 0;
+              front.lent ? splicer_.LentRoom(UdpDatagramHeader::kSize + segment->size(), from) : 0;
           if (spliceable > 0) left = std::min<std::uint64_t>(left, spliceable);
         }
         auto take = static_cast<std::size_t>(std::min<std::uint64_t>(left, room));
         front.offset += take;
         if (front.lent && front.offset > body_end) {
           lent.bytes = std::span(from, take);
-          lent.splice = front.splice;
           front.sent_lent = true;
           break;
         }
@@ -380,7 +377,7 @@ void UdpTransport::SendDatagramLocked(const sockaddr_in& to, const std::uint8_t*
     if (!tail.empty()) {
       pieces[count++] = {const_cast<std::uint8_t*>(tail.data()), tail.size()};
     }
-    if (lent != nullptr && lent->splice) {
+    if (lent != nullptr) {
       // Only a segment's first datagram keeps its own bytes in a slot: with no other copy of it
       // about, the acknowledgement says the one that reads the slot was read.
       std::optional<std::uint32_t>* slot =

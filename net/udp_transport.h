@@ -70,11 +70,6 @@ class UdpTransport : public Transport {
   static constexpr int kLingerMs = 1000;
   // A borrowed payload this large is sent from the caller's memory, not copied.
   static constexpr std::uint64_t kLendFrom = 256 * 1024;
-  // A lent payload up to this size goes to the kernel without a copy. A larger one is copied:
-  // its memory is beyond the caches, and a copy on each side moves it faster than the
-  // receiver's alone (8 MiB: 1.86-1.95 ms copied, 2.27-2.65 spliced; 4 MiB: 0.91-1.08 against
-  // 0.75-1.00).
-  static constexpr std::uint64_t kSpliceUpTo = 4u << 20;
 
  private:
   struct Outgoing {
@@ -82,15 +77,13 @@ class UdpTransport : public Transport {
     std::uint8_t header[kFrameHeaderSize] = {};
     std::uint64_t offset = 0;  // bytes already in segments
     std::uint64_t total = 0;
-    bool lent = false;       // its payload may go out from the caller's memory
-    bool splice = false;     // and the kernel may take that memory's pages (kSpliceUpTo)
+    bool lent = false;       // its payload may go out from the caller's memory, spliced
     bool sent_lent = false;  // some of it did: on_sent waits for the acknowledgements
   };
   // A segment's bytes in the caller's memory, after its copied part.
   struct LentBytes {
     std::uint32_t sequence = 0;
     std::span<const std::uint8_t> bytes;
-    bool splice = false;
     // The splicer's slot that holds the first datagram's own bytes (udp_splice_slots.h), and how
     // many datagrams of the segment went to the kernel: the slot is free again at the
     // acknowledgement only when that datagram was the one.
