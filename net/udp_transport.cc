@@ -36,6 +36,10 @@ constexpr int kSendBuffer = 8 << 20;
 constexpr std::size_t kBatch = 16;  // datagrams per recvmmsg
 // A payload with less than this still to come is not read into place: the copy is small.
 constexpr std::size_t kPlaceFrom = 4096;
+// Nor are segments smaller than this (8 KiB across a real network): read one a call, they would
+// cost a system call each for a copy not much dearer. Reading into place was measured only with
+// loopback's 64 KiB segments.
+constexpr std::size_t kPlaceSegmentsFrom = 16 * 1024;
 
 // LMDX_UDP_SEGMENT overrides the segment size (bytes of the frame stream per datagram).
 std::size_t SegmentBytes(const sockaddr_in& peer) {
@@ -438,8 +442,9 @@ void UdpTransport::SendDatagramLocked(const sockaddr_in& to, const std::uint8_t*
 // last data came from that peer and left its reader mid-payload.
 UdpTransport::Placement UdpTransport::PlacementForNextDatagram() const {
   if (placing_rank_ < 0) return {};
-  std::span<std::uint8_t> room =
-      peers_[static_cast<std::size_t>(placing_rank_)].reader->PayloadRoom();
+  const Peer& peer = peers_[static_cast<std::size_t>(placing_rank_)];
+  if (peer.segment_bytes < kPlaceSegmentsFrom) return {};
+  std::span<std::uint8_t> room = peer.reader->PayloadRoom();
   if (room.size() < kPlaceFrom) return {};
   return {placing_rank_, room.first(std::min(room.size(), kLoopbackSegment))};
 }
