@@ -194,13 +194,13 @@ bool UdpTransport::SendNow(int dest, OutgoingMessage& message) {
       !peer->channel->CanSend()) {
     return false;
   }
-  auto segment = std::make_shared<std::vector<std::uint8_t>>();
-  segment->reserve(static_cast<std::size_t>(total));
-  segment->insert(segment->end(), header, header + kFrameHeaderSize);
-  const auto* body = reinterpret_cast<const std::uint8_t*>(message.body.data());
-  segment->insert(segment->end(), body, body + message.body.size());
-  const auto* payload = static_cast<const std::uint8_t*>(message.payload.data);
-  segment->insert(segment->end(), payload, payload + message.payload.size);
+  auto segment = std::make_shared<std::vector<std::uint8_t>>(static_cast<std::size_t>(total));
+  std::uint8_t* to = segment->data();
+  std::memcpy(to, header, kFrameHeaderSize);
+  to += kFrameHeaderSize;
+  if (!message.body.empty()) std::memcpy(to, message.body.data(), message.body.size());
+  to += message.body.size();
+  if (message.payload.size > 0) std::memcpy(to, message.payload.data, message.payload.size);
   peer->used = true;
   std::int64_t now = MonotonicMs();
   std::uint32_t sequence = peer->channel->Record(segment, now);

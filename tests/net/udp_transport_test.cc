@@ -124,7 +124,9 @@ TEST(UdpTransportTest, ASendersBufferIsFreeOnceLmdxSendReturnsEvenUnderLoss) {
   // 16 frames of 1 MiB, each at least 16 segments of at most 64 KiB, went out of the buffer,
   // all but the last few bytes of each without a copy.
   EXPECT_GE(run.sender->lent, 16 * 16) << run.job.err;
-  if (!run.splicing_off()) EXPECT_GE(run.sender->spliced, 16 * 16) << run.job.err;
+  if (!run.splicing_off()) {
+    EXPECT_GE(run.sender->spliced, 16 * 16) << run.job.err;
+  }
 }
 
 // With LMDX_UDP_SPLICE=0 lent memory is copied into the kernel, and still not read after
@@ -149,7 +151,9 @@ TEST(UdpTransportTest, RefusedSplicesAreResentAndTheStreamStaysWhole) {
   EXPECT_EQ(CountOf(run.job.err, "splices refused 20.0%"), 2) << run.job.err;
   EXPECT_GT(run.sender->refused, 0) << run.job.err;
   EXPECT_GT(run.sender->resent, 0) << run.job.err;
-  if (!run.splicing_off()) EXPECT_GE(run.sender->spliced, 16 * 8) << run.job.err;
+  if (!run.splicing_off()) {
+    EXPECT_GE(run.sender->spliced, 16 * 8) << run.job.err;
+  }
 }
 
 // Every spliced first send of a segment takes its own bytes (header and copied part) into the
