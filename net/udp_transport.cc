@@ -469,22 +469,22 @@ void UdpTransport::OnReadable() {
     // the payload it most likely continues: between its header and the rest, which lie together
     // in its buffer. Where the next datagram's bytes belong is known only once this one is read.
     Placement placement = PlacementForNextDatagram();
-    const std::size_t batch = placement.room.empty() ? kBatch : 1;
+    const bool placing = !placement.room.empty();
+    const std::size_t batch = placing ? 1 : kBatch;
     mmsghdr messages[kBatch] = {};
-    iovec pieces[kBatch + 2];
-    std::size_t piece = 0;
+    iovec pieces[kBatch];
     for (std::size_t i = 0; i < batch; ++i) {
-      std::uint8_t* buffer = receive_buffers_[i].data();
-      messages[i].msg_hdr.msg_iov = &pieces[piece];
-      if (i == 0 && !placement.room.empty()) {
-        pieces[piece++] = {buffer, kHeader};
-        pieces[piece++] = {placement.room.data(), placement.room.size()};
-        pieces[piece++] = {buffer + kHeader, receive_buffers_[i].size() - kHeader};
-        messages[i].msg_hdr.msg_iovlen = 3;
-      } else {
-        pieces[piece++] = {buffer, receive_buffers_[i].size()};
-        messages[i].msg_hdr.msg_iovlen = 1;
-      }
+      pieces[i] = {receive_buffers_[i].data(), receive_buffers_[i].size()};
+      messages[i].msg_hdr.msg_iov = &pieces[i];
+      messages[i].msg_hdr.msg_iovlen = 1;
+    }
+    std::uint8_t* first = receive_buffers_[0].data();
+    iovec placed_pieces[3] = {{first, kHeader},
+                              {placement.room.data(), placement.room.size()},
+                              {first + kHeader, receive_buffers_[0].size() - kHeader}};
+    if (placing) {
+      messages[0].msg_hdr.msg_iov = placed_pieces;
+      messages[0].msg_hdr.msg_iovlen = 3;
     }
     int count =
         ::recvmmsg(socket_.get(), messages, static_cast<unsigned>(batch), MSG_DONTWAIT, nullptr);
@@ -503,7 +503,7 @@ void UdpTransport::OnReadable() {
         std::uint8_t* buffer = receive_buffers_[i].data();
         std::size_t size = messages[i].msg_len;
         std::size_t placed = 0;
-        if (i == 0 && size > kHeader && !placement.room.empty()) {
+        if (placing && size > kHeader) {
           placed = std::min(size - kHeader, placement.room.size());
           size -= placed;
           if (!ContinuesPayloadLocked(buffer, size, placement.rank)) {

@@ -262,30 +262,22 @@ TEST(UdpTransportTest, ADsmProgramVerifiesOverALossyNetwork) {
 }
 
 TEST(UdpTransportTest, BadSettingsAreNamed) {
-  {
+  struct BadSetting {
+    const char* variable;
+    const char* value;
+    const char* message;
+  };
+  const BadSetting settings[] = {
+      {"LMDX_UDP_FAULTS", "loss=lots", "LMDX_UDP_FAULTS: \"loss=lots\" is not loss=P"},
+      {"LMDX_UDP_SEGMENT", "12", "LMDX_UDP_SEGMENT must be a number of bytes from 256"},
+      {"LMDX_UDP_SPLICE", "yes", "LMDX_UDP_SPLICE must be 0 or 1, not \"yes\""},
+  };
+  for (const BadSetting& setting : settings) {
     ScopedEnv transport("LMDX_TRANSPORT", "udp");
-    ScopedEnv faults("LMDX_UDP_FAULTS", "loss=lots");
+    ScopedEnv bad(setting.variable, setting.value);
     JobResult job = RunJob(Exchange(), 2, {"1000"});
-    EXPECT_NE(job.exit_code, 0);
-    EXPECT_NE(job.err.find("LMDX_UDP_FAULTS: \"loss=lots\" is not loss=P"), std::string::npos)
-        << job.err;
-  }
-  {
-    ScopedEnv transport("LMDX_TRANSPORT", "udp");
-    ScopedEnv segment("LMDX_UDP_SEGMENT", "12");
-    JobResult job = RunJob(Exchange(), 2, {"1000"});
-    EXPECT_NE(job.exit_code, 0);
-    EXPECT_NE(job.err.find("LMDX_UDP_SEGMENT must be a number of bytes from 256"),
-              std::string::npos)
-        << job.err;
-  }
-  {
-    ScopedEnv transport("LMDX_TRANSPORT", "udp");
-    ScopedEnv splice("LMDX_UDP_SPLICE", "yes");
-    JobResult job = RunJob(Exchange(), 2, {"1000"});
-    EXPECT_NE(job.exit_code, 0);
-    EXPECT_NE(job.err.find("LMDX_UDP_SPLICE must be 0 or 1, not \"yes\""), std::string::npos)
-        << job.err;
+    EXPECT_NE(job.exit_code, 0) << setting.variable;
+    EXPECT_NE(job.err.find(setting.message), std::string::npos) << job.err;
   }
 }
 
