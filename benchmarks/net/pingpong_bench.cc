@@ -102,8 +102,8 @@ int bench_main(int argc, char** argv) {
   int rounds = 1;
   app.add_option("--rounds", rounds,
                  "run each network's LMDX and MPI jobs this many times, alternately, and report "
-                 "the medians and the range of the latency ratio (figures on a small shared "
-                 "machine swing between runs)")
+                 "the medians, each round's ratio taken between its two jobs, and the range of the "
+                 "latency ratio (figures on a small shared machine swing between runs)")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
   app.add_option("--csv", csv_path, "also write the table as CSV to this file");
@@ -240,7 +240,7 @@ int bench_main(int argc, char** argv) {
     comparison.lmdx = result_of(lmdx_ok, lmdx_rounds);
     comparison.mpi = result_of(mpi_ok, mpi_rounds);
     if (rounds > 1 && comparison.lmdx && comparison.mpi) {
-      comparison.latency_ratio_range = ratio_ranges(lmdx_rounds, mpi_rounds);
+      comparison.round_latency_ratios = round_ratios(lmdx_rounds, mpi_rounds);
     }
     comparisons.push_back({&network, std::move(comparison), std::move(states)});
   }
@@ -257,7 +257,10 @@ int bench_main(int argc, char** argv) {
               << machine_states << "\n";
     if (comparison.mpi) std::cout << network->how << "\n";
     if (comparison.lmdx && comparison.mpi) {
-      std::cout << "ratios are LMDX/MPI: latency under 1x and bandwidth over 1x favour LMDX\n";
+      std::cout << "ratios are LMDX/MPI: latency under 1x and bandwidth over 1x favour LMDX";
+      if (rounds > 1)
+        std::cout << "; each the median of the rounds' own (a job against the one beside it)";
+      std::cout << "\n";
     }
   }
   for (const auto& note : load_notes) std::cout << note << '\n';

@@ -40,6 +40,36 @@ std::optional<double> ratio(double a, double b) {
   return a / b;
 }
 
+// A row's ratios: with rounds, the medians of the rounds' own (the bandwidth ratio of a round is
+// the inverse of its latency ratio, the sizes being the same), else those of the two figures
+// shown. The lowest and highest latency ratio over the rounds, when there were rounds.
+struct RowRatios {
+  std::optional<double> latency;
+  std::optional<double> bandwidth;
+  std::optional<std::pair<double, double>> latency_range;
+};
+
+RowRatios ratios_of(const PingPongComparison& c, std::uint64_t size, const Row& row) {
+  RowRatios out;
+  auto rounds = c.round_latency_ratios.find(size);
+  if (rounds != c.round_latency_ratios.end() && !rounds->second.empty()) {
+    const std::vector<double>& latency = rounds->second;
+    std::vector<double> bandwidth(latency.size());
+    std::transform(latency.begin(), latency.end(), bandwidth.begin(),
+                   [](double value) { return 1.0 / value; });
+    out.latency = median(latency);
+    out.bandwidth = median(bandwidth);
+    auto [lowest, highest] = std::minmax_element(latency.begin(), latency.end());
+    out.latency_range = std::make_pair(*lowest, *highest);
+  } else if (row.lmdx && row.mpi) {
+    out.latency = ratio(row.lmdx->latency_us, row.mpi->latency_us);
+    // Same size on both sides, so this equals the bandwidth ratio without the rounding of tiny
+    // bandwidths in the printed lines.
+    out.bandwidth = ratio(row.mpi->latency_us, row.lmdx->latency_us);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string human_size(std::uint64_t bytes) {
@@ -66,26 +96,22 @@ std::vector<PingPongResult> combine_rounds(const std::vector<std::vector<PingPon
   return combined;
 }
 
-std::map<std::uint64_t, std::pair<double, double>> ratio_ranges(
+std::map<std::uint64_t, std::vector<double>> round_ratios(
     const std::vector<std::vector<PingPongResult>>& lmdx,
     const std::vector<std::vector<PingPongResult>>& mpi) {
-  std::map<std::uint64_t, std::pair<double, double>> ranges;
+  std::map<std::uint64_t, std::vector<double>> ratios;
   for (std::size_t round = 0; round < lmdx.size() && round < mpi.size(); ++round) {
     std::map<std::uint64_t, double> mpi_latency;
     for (const auto& r : mpi[round]) mpi_latency[r.size_bytes] = r.latency_us;
     for (const auto& r : lmdx[round]) {
       auto found = mpi_latency.find(r.size_bytes);
       if (found == mpi_latency.end()) continue;
-      std::optional<double> value = ratio(r.latency_us, found->second);
-      if (!value) continue;
-      auto [it, fresh] = ranges.try_emplace(r.size_bytes, *value, *value);
-      if (!fresh) {
-        it->second.first = std::min(it->second.first, *value);
-        it->second.second = std::max(it->second.second, *value);
+      if (std::optional<double> value = ratio(r.latency_us, found->second)) {
+        ratios[r.size_bytes].push_back(*value);
       }
     }
   }
-  return ranges;
+  return ratios;
 }
 
 void print_table(const PingPongComparison& c, std::ostream& out) {
@@ -101,7 +127,7 @@ void print_table(const PingPongComparison& c, std::ostream& out) {
     std::snprintf(line, sizeof line, " %14s %12s", "MPI lat (us)", "MPI MB/s");
     out << line;
   }
-  const bool ranges = both && !c.latency_ratio_range.empty();
+  const bool ranges = both && !c.round_latency_ratios.empty();
   if (both) {
     std::snprintf(line, sizeof line, " %10s %10s", "lat ratio", "bw ratio");
     out << line;
@@ -122,24 +148,17 @@ void print_table(const PingPongComparison& c, std::ostream& out) {
     };
     if (c.lmdx) columns(row.lmdx);
     if (c.mpi) columns(row.mpi);
+    const RowRatios ratios = ratios_of(c, size, row);
     if (both) {
-      std::optional<double> lat, bw;
-      if (row.lmdx && row.mpi) {
-        lat = ratio(row.lmdx->latency_us, row.mpi->latency_us);
-        // Same size on both sides, so this equals the bandwidth ratio without the rounding of
-        // tiny bandwidths in the printed lines.
-        bw = ratio(row.mpi->latency_us, row.lmdx->latency_us);
-      }
-      std::snprintf(line, sizeof line, " %10s %10s", lat ? (fixed(*lat, 2) + "x").c_str() : "-",
-                    bw ? (fixed(*bw, 2) + "x").c_str() : "-");
+      std::snprintf(line, sizeof line, " %10s %10s",
+                    ratios.latency ? (fixed(*ratios.latency, 2) + "x").c_str() : "-",
+                    ratios.bandwidth ? (fixed(*ratios.bandwidth, 2) + "x").c_str() : "-");
       out << line;
     }
     if (ranges) {
-      auto range = c.latency_ratio_range.find(size);
-      std::string text =
-          range == c.latency_ratio_range.end()
-              ? "-"
-              : fixed(range->second.first, 2) + "-" + fixed(range->second.second, 2) + "x";
+      std::string text = ratios.latency_range ? fixed(ratios.latency_range->first, 2) + "-" +
+                                                    fixed(ratios.latency_range->second, 2) + "x"
+                                              : "-";
       std::snprintf(line, sizeof line, " %16s", text.c_str());
       out << line;
     }
@@ -152,7 +171,7 @@ void write_csv(const PingPongComparison& c, std::ostream& out) {
   out << "size_bytes";
   if (c.lmdx) out << ",lmdx_latency_us,lmdx_bandwidth_MBps";
   if (c.mpi) out << ",mpi_latency_us,mpi_bandwidth_MBps";
-  const bool ranges = both && !c.latency_ratio_range.empty();
+  const bool ranges = both && !c.round_latency_ratios.empty();
   if (both) out << ",latency_ratio_lmdx_over_mpi,bandwidth_ratio_lmdx_over_mpi";
   if (ranges) out << ",latency_ratio_lowest,latency_ratio_highest";
   out << '\n';
@@ -167,22 +186,17 @@ void write_csv(const PingPongComparison& c, std::ostream& out) {
     };
     if (c.lmdx) columns(row.lmdx);
     if (c.mpi) columns(row.mpi);
+    const RowRatios ratios = ratios_of(c, size, row);
     if (both) {
-      std::optional<double> lat, bw;
-      if (row.lmdx && row.mpi) {
-        lat = ratio(row.lmdx->latency_us, row.mpi->latency_us);
-        // Same size on both sides, so this equals the bandwidth ratio without the rounding of
-        // tiny bandwidths in the printed lines.
-        bw = ratio(row.mpi->latency_us, row.lmdx->latency_us);
-      }
-      out << ',' << (lat ? fixed(*lat, 4) : "") << ',' << (bw ? fixed(*bw, 4) : "");
+      out << ',' << (ratios.latency ? fixed(*ratios.latency, 4) : "") << ','
+          << (ratios.bandwidth ? fixed(*ratios.bandwidth, 4) : "");
     }
     if (ranges) {
-      auto range = c.latency_ratio_range.find(size);
-      if (range == c.latency_ratio_range.end()) {
-        out << ",,";
+      if (ratios.latency_range) {
+        out << ',' << fixed(ratios.latency_range->first, 4) << ','
+            << fixed(ratios.latency_range->second, 4);
       } else {
-        out << ',' << fixed(range->second.first, 4) << ',' << fixed(range->second.second, 4);
+        out << ",,";
       }
     }
     out << '\n';

@@ -16,20 +16,24 @@
 namespace lmdx::bench {
 
 // One run's results, or nothing when that run was not made or failed; absent runs get no columns.
-// With several rounds, each side's figures are the medians over the rounds, and the latency
-// ratio's lowest and highest over the rounds (each LMDX run against the MPI run beside it) show
-// how far one round could be trusted on this machine.
+// With several rounds, each side's figures are the medians over the rounds, and each round's
+// ratio (its LMDX job against the MPI job beside it) is kept: the ratios shown are the medians of
+// those, and their lowest and highest show how far one round could be trusted on this machine.
+// The ratio of the two sides' medians would compare jobs minutes apart: this machine changes
+// state within seconds, sometimes in ways the driver's look at it does not see (a 1 MiB tcp round
+// took 111 or 538 us for LMDX and 120 or 630 for OpenMPI within one run), and the two medians
+// could then come from different states (538 against 123, 4.4x, where the rounds said 0.9x).
 struct PingPongComparison {
   std::optional<std::vector<PingPongResult>> lmdx;
   std::optional<std::vector<PingPongResult>> mpi;
-  std::map<std::uint64_t, std::pair<double, double>> latency_ratio_range;  // by size
+  std::map<std::uint64_t, std::vector<double>> round_latency_ratios;  // by size, LMDX/MPI
 };
 
 // Several rounds' results of one side as one: per size, the median latency over the rounds (and
 // the bandwidth of that latency). Sizes missing from a round are taken from the others.
 std::vector<PingPongResult> combine_rounds(const std::vector<std::vector<PingPongResult>>& rounds);
-// Per size both sides measured in a round, the lowest and highest LMDX/MPI latency ratio.
-std::map<std::uint64_t, std::pair<double, double>> ratio_ranges(
+// Per size, the LMDX/MPI latency ratio of each round that measured it on both sides.
+std::map<std::uint64_t, std::vector<double>> round_ratios(
     const std::vector<std::vector<PingPongResult>>& lmdx,
     const std::vector<std::vector<PingPongResult>>& mpi);
 

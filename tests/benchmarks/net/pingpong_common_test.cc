@@ -181,7 +181,9 @@ TEST(PingPongTable, RatiosAndMissingColumns) {
   EXPECT_EQ(human_size(1000), "1000 B");
 }
 
-TEST(PingPongTable, RoundsCombineIntoMediansAndARatioRange) {
+// Each round's ratio is taken between its own two jobs, and the ratios shown are the medians of
+// those: the two sides' medians (14 against 10 at 8 B) would pair jobs from different rounds.
+TEST(PingPongTable, RoundsCombineIntoMediansAndPairedRatios) {
   std::vector<std::vector<PingPongResult>> lmdx = {
       {{8, 12, 0, 0}, {1024, 100, 0, 0}}, {{8, 30, 0, 0}, {1024, 110, 0, 0}}, {{8, 14, 0, 0}}};
   std::vector<std::vector<PingPongResult>> mpi = {
@@ -196,20 +198,26 @@ TEST(PingPongTable, RoundsCombineIntoMediansAndARatioRange) {
   PingPongComparison c;
   c.lmdx = combined;
   c.mpi = combine_rounds(mpi);
-  c.latency_ratio_range = ratio_ranges(lmdx, mpi);
-  ASSERT_EQ(c.latency_ratio_range.size(), 2u);
-  EXPECT_DOUBLE_EQ(c.latency_ratio_range[8].first, 0.7);   // 14 against 20
-  EXPECT_DOUBLE_EQ(c.latency_ratio_range[8].second, 3.0);  // 30 against 10
-  EXPECT_DOUBLE_EQ(c.latency_ratio_range[1024].first, 1.0);
-  EXPECT_DOUBLE_EQ(c.latency_ratio_range[1024].second, 1.1);
+  c.round_latency_ratios = round_ratios(lmdx, mpi);
+  ASSERT_EQ(c.round_latency_ratios.size(), 2u);
+  // 12 against 10, 30 against 10, 14 against 20.
+  EXPECT_EQ(c.round_latency_ratios[8], (std::vector<double>{1.2, 3.0, 0.7}));
+  EXPECT_EQ(c.round_latency_ratios[1024], (std::vector<double>{1.0, 1.1}));
   std::ostringstream table;
   print_table(c, table);
   EXPECT_NE(table.str().find("lat ratio range"), std::string::npos) << table.str();
-  EXPECT_NE(table.str().find("0.70-3.00x"), std::string::npos) << table.str();
+  // 8 B: the median latency ratio 1.20x (not 1.40x), the median bandwidth ratio 1/1.2.
+  EXPECT_NE(table.str().find("1.20x      0.83x       0.70-3.00x"), std::string::npos)
+      << table.str();
+  EXPECT_EQ(table.str().find("1.40x"), std::string::npos) << table.str();
   std::ostringstream csv;
   write_csv(c, csv);
   EXPECT_NE(csv.str().find(",latency_ratio_lowest,latency_ratio_highest\n"), std::string::npos);
-  EXPECT_NE(csv.str().find(",0.7000,3.0000\n"), std::string::npos) << csv.str();
+  EXPECT_NE(csv.str().find("\n8,14.000,0.571,10.000,0.800,1.2000,0.8333,0.7000,3.0000\n"),
+            std::string::npos)
+      << csv.str();
+  // Two rounds at 1 KiB: the medians are the means of the two.
+  EXPECT_NE(csv.str().find(",1.0500,0.9545,1.0000,1.1000\n"), std::string::npos) << csv.str();
 }
 
 }  // namespace
