@@ -323,7 +323,8 @@ void UdpTransport::FailSendersLocked(Peer& peer, AfterLock* after) {
 }
 
 void UdpTransport::ForgetLentLocked(const LentBytes& lent, bool acknowledged) {
-  if (lent.slot) splicer_.ReleaseSlot(*lent.slot, acknowledged && lent.datagrams == 1);
+  // Acknowledged with one datagram ever sent: that very datagram was read.
+  if (lent.slot) splicer_.ReleaseSlot(*lent.slot, !(acknowledged && lent.datagrams == 1));
 }
 
 void UdpTransport::TransmitLocked(int rank, UdpDatagramHeader::Kind kind, std::uint32_t sequence,

@@ -119,11 +119,11 @@ bool UdpSplicer::FillPipe(std::span<const iovec> own, std::size_t own_bytes,
   return true;
 }
 
-void UdpSplicer::ReleaseSlot(std::uint32_t slot, bool read_once) {
-  if (read_once) {
-    slots_.Free(slot);
-  } else {
+void UdpSplicer::ReleaseSlot(std::uint32_t slot, bool may_still_be_read) {
+  if (may_still_be_read) {
     slots_.Quarantine(slot, MonotonicMs());
+  } else {
+    slots_.Free(slot);
   }
 }
 
@@ -163,16 +163,17 @@ UdpSplicer::Outcome UdpSplicer::Send(const sockaddr_in& to, std::span<const iove
   }
   // The pipe is empty here: every way out of this function empties it or drops it.
   if (!FillPipe(own, own_bytes, lent, slot)) return Outcome::kNotSpliced;
-  // A datagram that did not go leaves nothing that reads its slot: the pipe and the socket
-  // holding its bytes are dropped.
-  auto free_slot = [&] {
-    if (slot != nullptr && *slot) slots_.Free(**slot);
-    if (slot != nullptr) slot->reset();
+  // A datagram that did not go whole takes its slot back from the caller. One that went not at
+  // all leaves nothing that reads it: the pipe and the socket holding its bytes are dropped.
+  auto take_back_slot = [&](bool may_still_be_read) {
+    if (slot == nullptr) return;
+    if (*slot) ReleaseSlot(**slot, may_still_be_read);
+    slot->reset();
   };
   std::size_t total = own_bytes + lent.size();
   if (refuse) {
     Reset();
-    free_slot();
+    take_back_slot(/*may_still_be_read=*/false);
     return Outcome::kLost;
   }
   ssize_t sent = ::splice(pipe_read_.get(), nullptr, socket_.get(), nullptr, total, 0);
@@ -183,13 +184,12 @@ UdpSplicer::Outcome UdpSplicer::Send(const sockaddr_in& to, std::span<const iove
     // Part of a datagram went: with at most kMaxPieces pieces the kernel never does that, and a
     // receiver would take the part for a whole segment. Resent whole; no more splices. The part
     // may still be unread, with the slot's bytes in it.
-    if (slot != nullptr && *slot) slots_.Quarantine(**slot, MonotonicMs());
-    if (slot != nullptr) slot->reset();
+    take_back_slot(/*may_still_be_read=*/true);
     GiveUp("splice sent " + std::to_string(sent) + " of a datagram's " + std::to_string(total) +
            " bytes");
     return Outcome::kLost;
   }
-  free_slot();
+  take_back_slot(/*may_still_be_read=*/false);
   // A failed splice sent nothing: a datagram goes whole or not at all.
   switch (error) {
     case EAGAIN:

@@ -62,8 +62,10 @@ class UdpSplicer {
   Outcome Send(const sockaddr_in& to, std::span<const iovec> own,
                std::span<const std::uint8_t> lent, bool refuse = false,
                std::optional<std::uint32_t>* slot = nullptr);
-  // read_once: the slot's datagram was the only one of its segment, and it has been read.
-  void ReleaseSlot(std::uint32_t slot, bool read_once);
+  // may_still_be_read: a datagram that carries the slot may still wait unread (its segment went
+  // more than once, or part of one went); the slot is then held unchanged for a while
+  // (SpliceSlots::Quarantine), else it is free at once.
+  void ReleaseSlot(std::uint32_t slot, bool may_still_be_read);
   const SpliceSlots& slots() const { return slots_; }
 
  private:
