@@ -217,6 +217,16 @@ TEST_F(ShmTransportTest, AnIdleConnectionTakesASmallRawMessageAtOnce) {
   std::vector<std::uint8_t> too_large(kSmallRawPayload + 1, 7);
   EXPECT_FALSE(
       ranks_[0].transport->SendRawNow(SmallRaw{0, 1, 5, 0, too_large.data(), too_large.size()}));
+  // The first frame went out once the connection was set up, written by the progress thread,
+  // which may still be finishing that batch when the frame arrives (seen under TSan): a probe
+  // offered until it goes at once waits for the connection to be idle, as the test means it.
+  std::uint8_t probe = 1;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!ranks_[0].transport->SendRawNow(SmallRaw{0, 1, 9, 0, &probe, 1})) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the connection never became idle";
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(ranks_[1].host.Take(1).size(), 1u) << ranks_[1].host.lost();
   std::vector<std::vector<std::size_t>> express(1);
   std::uint32_t went_express = 0;
   SendFrames(0, 2, {kSmallRawPayload}, &express[0], Offer::kExpress, &went_express);
