@@ -1,6 +1,7 @@
 // The fabric transport's receiving side: active messages as they arrive, handed to the node in
 // each pair's order (rendezvous data fetched when its turn comes), and failed endpoints.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "base/clock.h"
@@ -211,6 +212,35 @@ void FabricTransport::LoseLocked(Peer& peer, const std::string& why) {
   if (peer.lost) return;
   peer.lost = true;
   if (!closing_) lost_.emplace_back(peer.rank, why);
+}
+
+// UCX cannot cancel a fetch under way, and a fetch writes into memory the node named for it (a
+// receive's buffer), which the node hands back as soon as this returns: each such fetch is waited
+// for. One from a live peer ends within a transfer's time; one from a dead peer fails with its
+// endpoint.
+void FabricTransport::DropPeer(int rank, const std::string& why) {
+  constexpr auto kFetchWait = std::chrono::seconds(2);
+  std::lock_guard lock(ucx_mutex_);
+  if (closing_ || rank < 0 || static_cast<std::size_t>(rank) >= peers_.size() || rank == rank_) {
+    return;
+  }
+  Peer& peer = *peers_[static_cast<std::size_t>(rank)];
+  LoseLocked(peer, why);
+  auto fetching_into_named_memory = [&peer] {
+    return std::any_of(peer.arrived.begin(), peer.arrived.end(), [](const auto& entry) {
+      return entry.second->state == Inbound::State::kFetching &&
+             entry.second->message.payload_placed;
+    });
+  };
+  auto deadline = std::chrono::steady_clock::now() + kFetchWait;
+  while (fetching_into_named_memory() && std::chrono::steady_clock::now() < deadline) {
+    ProgressLocked();
+  }
+  if (fetching_into_named_memory()) {
+    LogLine("fabric: a fetch from " + RankText(rank) +
+            " into a receive's buffer was still under way 2 s after the rank was lost; the "
+            "buffer may still change");
+  }
 }
 
 bool FabricTransport::AdvancePeer(Peer& peer) {

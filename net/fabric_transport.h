@@ -70,6 +70,7 @@ class FabricTransport : public Transport, private ProgressEngine::Poller {
   // (internal/ucx_am_header.h).
   bool SendRawNow(const SmallRaw& raw) override;
   void Close() override;
+  void DropPeer(int rank, const std::string& why) override;
 
   // One-sided reads (Transport): over UCX's remote memory access, ucp_get_nbx. The key is UCX's
   // packed remote key. The home-based DSM protocols read pages with them (dsm/home_access.h).

@@ -822,6 +822,18 @@ void Node::Dispatch(InboundMessage& message) {
 
 void Node::OnPeerLost(int rank, const std::string& why) {
   std::string text = Rank(rank) + " was lost (" + why + ")";
+  // A pair may hold connections on several networks (a hint, or two connections opened at once):
+  // the peer is lost once, whichever of them closes first.
+  bool known = false;
+  if (rank >= 0 && rank < info_.size) {
+    std::lock_guard lock(lost_mutex_);
+    known = lost_[static_cast<std::size_t>(rank)];
+    lost_[static_cast<std::size_t>(rank)] = true;
+  }
+  // Before any receive fails: another network of the pair may be reading a payload into one.
+  if (!known) {
+    for (const Network& network : networks_) network.transport->DropPeer(rank, why);
+  }
   std::vector<PendingRequest*> failed;
   {
     std::lock_guard lock(requests_mutex_);
@@ -840,15 +852,10 @@ void Node::OnPeerLost(int rank, const std::string& why) {
     pending->done.Signal();
   }
   mailbox_.FailSource(rank, text);
-  bool known = false;
-  if (rank >= 0 && rank < info_.size) {
+  {
     std::lock_guard lock(lost_mutex_);
-    known = lost_[static_cast<std::size_t>(rank)];
-    lost_[static_cast<std::size_t>(rank)] = true;
-    lost_changed_.notify_all();
+    lost_changed_.notify_all();  // whoever waits for the loss sees what waited on rank failed
   }
-  // A pair may hold connections on several networks (a hint, or two connections opened at once):
-  // the peer is lost once, whichever of them closes first.
   if (known || ending() || stopped_.load()) return;
   PeerLostHook hook;
   std::vector<PeerLostHook> observers;

@@ -21,6 +21,7 @@
 #include "base/log.h"
 #include "net/crowding.h"
 #include "net/handshake.h"
+#include "net/internal/close_connections.h"
 #include "net/internal/frame_io.h"
 #include "net/internal/shm_connection.h"
 #include "net/internal/socket.h"
@@ -424,6 +425,12 @@ void ShmTransport::Accept(Fd& socket, pid_t pid) {
   } catch (const Error& error) {
     refusals_.Line("shm: refused a " + label + ": " + error.what());
   }
+}
+
+// A closed connection's poll reads nothing more (ShmConnection::Close); each reports the loss
+// again on the progress thread, which the node already knows of.
+void ShmTransport::DropPeer(int rank, const std::string& why) {
+  internal::CloseConnectionsTo(mutex_, connections_, rank, why);
 }
 
 void ShmTransport::OnClosed(const ConnectionPtr& connection, const std::string& why) {

@@ -49,6 +49,7 @@ class ShmTransport : public Transport, private ProgressEngine::Poller {
   bool SendNow(int dest, OutgoingMessage& message) override;
   bool SendRawNow(const SmallRaw& raw) override;
   void Close() override;
+  void DropPeer(int rank, const std::string& why) override;
 
   // Who can reach this node's shared memory: the same kernel (boot id) and network namespace
   // (the socket's name lives there).

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "net/internal/close_connections.h"
 #include "net/internal/socket.h"
 #include "net/internal/tcp_connection.h"
 
@@ -168,6 +169,12 @@ void TcpTransport::OnClosed(const ConnectionPtr& connection, bool was_establishe
   } else {
     refusals_.Line("tcp: refused a " + connection->remote_label() + ": " + why);
   }
+}
+
+// Closing its connections stops their reads at once (TcpConnection::Close); each reports the
+// loss again on the progress thread, which the node already knows of.
+void TcpTransport::DropPeer(int rank, const std::string& why) {
+  internal::CloseConnectionsTo(mutex_, connections_, rank, why);
 }
 
 void TcpTransport::Close() {

@@ -35,6 +35,7 @@ class TcpTransport : public Transport {
   void SetJobTable(const wire::JobTable& table) override;
   void Send(int dest, OutgoingMessage message, bool may_block) override;
   void Close() override;
+  void DropPeer(int rank, const std::string& why) override;
 
  private:
   using ConnectionPtr = std::shared_ptr<internal::TcpConnection>;

@@ -79,6 +79,13 @@ class Transport {
   virtual bool SendRawNow(const SmallRaw& /*raw*/) { return false; }
   // Closes every connection without reporting peers as lost (the job is ending).
   virtual void Close() = 0;
+  // The node lost rank (another network of the pair ended, or this one did): stop reading from
+  // it, and let go of any memory its frames were being read into. The node fails the receives
+  // that waited on rank once every transport returned from this, and their callers may free
+  // their buffers at once, so no byte of rank's may land in them later. Called where the host's
+  // callbacks are (dispatching, so no poll of this transport runs meanwhile); may be called for
+  // a peer this transport has lost already, and may report the loss again through OnPeerLost.
+  virtual void DropPeer(int /*rank*/, const std::string& /*why*/) {}
 
   // One-sided access, on networks with remote memory access (shm between the processes of a
   // host, fabric): a node exposes memory once and hands the key to its peers in its own

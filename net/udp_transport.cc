@@ -529,6 +529,12 @@ void UdpTransport::OnReadable() {
       int source = arrived.source;
       if (std::find(broken.begin(), broken.end(), source) != broken.end()) continue;
       Peer& peer = peers_[static_cast<std::size_t>(source)];
+      {
+        // A frame handed over just before may have made the node drop this peer (DropPeer): the
+        // memory its payload was read into may be gone.
+        std::lock_guard lock(mutex_);
+        if (peer.gone) continue;
+      }
       std::string error;
       if ((arrived.placed > 0 && !peer.reader->TakePlaced(arrived.placed, &error)) ||
           !peer.reader->Feed(arrived.segment.bytes.data(), arrived.segment.bytes.size(), &error)) {
@@ -666,6 +672,20 @@ void UdpTransport::MarkGoneLocked(int rank, const std::string& why, AfterLock* a
   if (closing_ || !peer.used) return;
   after->lost.emplace_back(
       rank, why.empty() ? "udp: rank " + std::to_string(rank) + " left the job" : why);
+}
+
+// A gone peer's datagrams are dropped unread and its payload is no longer read into place
+// (MarkGoneLocked); its lent sends fail.
+void UdpTransport::DropPeer(int rank, const std::string& why) {
+  AfterLock after;
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_ || rank < 0 || static_cast<std::size_t>(rank) >= peers_.size() || rank == rank_) {
+      return;
+    }
+    MarkGoneLocked(rank, why, &after);
+  }
+  after.Run(host_);
 }
 
 bool UdpTransport::DrainedLocked() const {

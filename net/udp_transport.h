@@ -66,6 +66,7 @@ class UdpTransport : public Transport {
   // into a segment of its own and sent within the call.
   bool SendNow(int dest, OutgoingMessage& message) override;
   void Close() override;
+  void DropPeer(int rank, const std::string& why) override;
 
   static constexpr int kLingerMs = 1000;
   // A borrowed payload this large is sent from the caller's memory, not copied.

@@ -108,7 +108,9 @@ void TcpConnection::OnConnected() {
 
 void TcpConnection::OnReadable() {
   std::size_t budget = kReadBudget;
-  while (budget > 0) {
+  // A frame handed over may close the connection (its node lost the peer): the memory it read
+  // into may then be gone, so it reads no more.
+  while (budget > 0 && !read_stopped_.load(std::memory_order_acquire)) {
     ssize_t got;
     std::size_t asked;
     bool direct = read_state_ == ReadState::kPayload && begin_ == end_ &&
@@ -438,6 +440,7 @@ void TcpConnection::Close(const std::string& why, bool quiet) {
     std::lock_guard lock(mutex_);
     if (closed_) return;
     closed_ = true;
+    read_stopped_.store(true, std::memory_order_release);
     was_established = established_;
     // A thread in the middle of writing still reads these frames; it fails them itself.
     bool writer_busy = writer_active_ && !want_write_;

@@ -1,6 +1,7 @@
 #ifndef LMDX_NET_INTERNAL_TCP_CONNECTION_H_
 #define LMDX_NET_INTERNAL_TCP_CONNECTION_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -104,6 +105,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   std::size_t header_got_ = 0;
   InboundMessage current_;
   std::uint64_t payload_got_ = 0;
+  std::atomic<bool> read_stopped_{false};  // set by Close, which may run inside a read
 
   // Write side.
   std::mutex mutex_;  // guards everything below

@@ -39,7 +39,13 @@ class RecordingHost : public TransportHost {
     std::lock_guard lock(mutex_);
     if (placements_asked_++ < posted_after_asks_) return nullptr;
     if (posted_ == nullptr || header.payload_length > posted_capacity_) return nullptr;
+    ++receives_placed_;
     return std::exchange(posted_, nullptr);
+  }
+  // How many posted buffers a transport took for a payload: its bytes may stream in from then.
+  int receives_placed() {
+    std::lock_guard lock(mutex_);
+    return receives_placed_;
   }
   bool MayPlaceLater(const FrameHeader& header) override {
     return may_place_later_ && header.type == MessageType::kRaw;
@@ -106,6 +112,7 @@ class RecordingHost : public TransportHost {
   std::uint8_t* posted_ = nullptr;
   std::size_t posted_capacity_ = 0;
   int placements_asked_ = 0;
+  int receives_placed_ = 0;
   int posted_after_asks_ = 0;
   std::atomic<bool> may_place_later_{false};
   std::atomic<int> wakes_asked_{0};
