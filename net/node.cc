@@ -854,7 +854,7 @@ void Node::OnPeerLost(int rank, const std::string& why) {
   mailbox_.FailSource(rank, text);
   {
     std::lock_guard lock(lost_mutex_);
-    lost_changed_.notify_all();  // whoever waits for the loss sees what waited on rank failed
+    lost_changed_.notify_all();  // woken once what waited on rank has failed
   }
   if (known || ending() || stopped_.load()) return;
   PeerLostHook hook;

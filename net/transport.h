@@ -84,7 +84,8 @@ class Transport {
   // that waited on rank once every transport returned from this, and their callers may free
   // their buffers at once, so no byte of rank's may land in them later. Called where the host's
   // callbacks are (dispatching, so no poll of this transport runs meanwhile); may be called for
-  // a peer this transport has lost already, and may report the loss again through OnPeerLost.
+  // a peer this transport has lost already. It never reports the loss from within the call (the
+  // node would fail the waiters before the other transports dropped the peer); it may later.
   virtual void DropPeer(int /*rank*/, const std::string& /*why*/) {}
 
   // One-sided access, on networks with remote memory access (shm between the processes of a

@@ -533,7 +533,7 @@ void UdpTransport::OnReadable() {
         // A frame handed over just before may have made the node drop this peer (DropPeer): the
         // memory its payload was read into may be gone.
         std::lock_guard lock(mutex_);
-        if (peer.gone) continue;
+        if (peer.dropped) continue;
       }
       std::string error;
       if ((arrived.placed > 0 && !peer.reader->TakePlaced(arrived.placed, &error)) ||
@@ -675,7 +675,7 @@ void UdpTransport::MarkGoneLocked(int rank, const std::string& why, AfterLock* a
 }
 
 // A gone peer's datagrams are dropped unread and its payload is no longer read into place
-// (MarkGoneLocked); its lent sends fail.
+// (MarkGoneLocked); its lent sends fail. The node knows of the loss: it is not reported back.
 void UdpTransport::DropPeer(int rank, const std::string& why) {
   AfterLock after;
   {
@@ -683,8 +683,10 @@ void UdpTransport::DropPeer(int rank, const std::string& why) {
     if (closed_ || rank < 0 || static_cast<std::size_t>(rank) >= peers_.size() || rank == rank_) {
       return;
     }
+    peers_[static_cast<std::size_t>(rank)].dropped = true;
     MarkGoneLocked(rank, why, &after);
   }
+  after.lost.clear();
   after.Run(host_);
 }
 

@@ -109,6 +109,9 @@ class UdpTransport : public Transport {
     std::unique_ptr<internal::FrameReader> reader;  // touched only while dispatching
     bool used = false;  // any frame went either way (a departure then matters)
     bool gone = false;  // said it leaves, or was lost
+    // The node dropped it (DropPeer): unlike a goodbye, which comes after the peer's last frame,
+    // this ends its frames even where a batch already read them.
+    bool dropped = false;
   };
   // Work found under the lock and done after it: callbacks may send again.
   struct AfterLock {

@@ -148,12 +148,22 @@ void ShmConnection::Establish(ShmSetup setup) {
   engine_.Add(setup_.socket.get(), EPOLLIN | EPOLLRDHUP, [weak](std::uint32_t) {
     if (auto self = weak.lock()) self->OnSocket();
   });
+  bool closed;
   bool flush;
   {
     std::lock_guard lock(mutex_);
+    closed = closed_;
     established_ = true;
     flush = !closed_ && !queue_.empty() && !writer_active_;
     if (flush) writer_active_ = true;
+  }
+  if (closed) {
+    // Closed while it was set up (its node dropped the peer): Close found it not ready and left
+    // these unregistered, and a socket at its end would wake the progress thread for ever.
+    engine_.Remove(setup_.data_in.get());
+    engine_.Remove(setup_.space_in.get());
+    engine_.Remove(setup_.socket.get());
+    return;
   }
   if (flush) WriteQueued(/*may_block=*/!engine_.InDispatch());
 }

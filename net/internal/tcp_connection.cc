@@ -61,6 +61,17 @@ void TcpConnection::Start() {
               [weak](std::uint32_t events) {
                 if (auto self = weak.lock()) self->OnEvents(events);
               });
+  bool closed;
+  {
+    std::lock_guard lock(mutex_);
+    closed = closed_;
+  }
+  if (closed) {
+    // Closed before it was registered (its node dropped the peer): Close's Remove came first,
+    // and a socket at its end would wake the progress thread for ever.
+    engine_.Remove(fd_.get());
+    return;
+  }
   const int deadline_ms = crowding::Scaled(kHandshakeDeadlineMs);
   engine_.PostAfter(deadline_ms, [weak, deadline_ms] {
     auto self = weak.lock();

@@ -98,6 +98,9 @@ class DropPeerTest : public ::testing::Test {
   }
 
   std::unique_ptr<ScopedEnv> env_ = Network::Env();  // before the ranks, which read it
+  // The receive's memory outlives the ranks: a failing case leaves rank 0 writing into it until
+  // TearDown stops the transports.
+  std::unique_ptr<std::uint8_t[]> buffer_ = std::make_unique<std::uint8_t[]>(Network::kPayload);
   InProcessRank<Transport> ranks_[2];
   std::thread sender_;
 };
@@ -107,9 +110,9 @@ TYPED_TEST_SUITE(DropPeerTest, Networks);
 
 TYPED_TEST(DropPeerTest, NoByteLandsInTheReceivesMemoryOnceThePeerIsDropped) {
   constexpr std::size_t kSize = TypeParam::kPayload;
-  auto buffer = std::make_unique<std::uint8_t[]>(kSize);
-  std::fill_n(buffer.get(), kSize, std::uint8_t{0});
-  this->ranks_[0].host.PostReceive(buffer.get(), kSize);
+  std::uint8_t* buffer = this->buffer_.get();
+  std::fill_n(buffer, kSize, std::uint8_t{0});
+  this->ranks_[0].host.PostReceive(buffer, kSize);
 
   auto payload = std::make_shared<std::vector<std::uint8_t>>(kSize);
   for (std::size_t i = 0; i < kSize; ++i) (*payload)[i] = static_cast<std::uint8_t>(1 + i % 251);
@@ -130,16 +133,16 @@ TYPED_TEST(DropPeerTest, NoByteLandsInTheReceivesMemoryOnceThePeerIsDropped) {
   }
   ASSERT_EQ(this->ranks_[0].host.receives_placed(), 1) << "the payload found no receive in 30 s";
 
-  this->DropRankOneAtRankZero();
+  ASSERT_NO_FATAL_FAILURE(this->DropRankOneAtRankZero());
   ASSERT_EQ(this->ranks_[0].host.arrived(), 0u)
       << "the payload arrived whole before the drop; the test needs a slower stream";
 
   // The memory is the caller's again: whatever it holds now must stay, while rank 1 goes on
   // sending (or resending) the rest.
-  std::fill_n(buffer.get(), kSize, kUntouched);
+  std::fill_n(buffer, kSize, kUntouched);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  std::size_t changed = static_cast<std::size_t>(std::count_if(
-      buffer.get(), buffer.get() + kSize, [](std::uint8_t b) { return b != kUntouched; }));
+  std::size_t changed = static_cast<std::size_t>(
+      std::count_if(buffer, buffer + kSize, [](std::uint8_t b) { return b != kUntouched; }));
   EXPECT_EQ(changed, 0u) << "bytes of the dropped peer landed after DropPeer returned";
   EXPECT_EQ(this->ranks_[0].host.arrived(), 0u) << "the dropped peer's message was handed over";
 }
