@@ -529,12 +529,9 @@ void UdpTransport::OnReadable() {
       int source = arrived.source;
       if (std::find(broken.begin(), broken.end(), source) != broken.end()) continue;
       Peer& peer = peers_[static_cast<std::size_t>(source)];
-      {
-        // A frame handed over just before may have made the node drop this peer (DropPeer): the
-        // memory its payload was read into may be gone.
-        std::lock_guard lock(mutex_);
-        if (peer.dropped) continue;
-      }
+      // A frame handed over just before may have made the node drop this peer (DropPeer): the
+      // memory its payload was read into may be gone.
+      if (peer.dropped) continue;
       std::string error;
       if ((arrived.placed > 0 && !peer.reader->TakePlaced(arrived.placed, &error)) ||
           !peer.reader->Feed(arrived.segment.bytes.data(), arrived.segment.bytes.size(), &error)) {
@@ -683,7 +680,7 @@ void UdpTransport::DropPeer(int rank, const std::string& why) {
     if (closed_ || rank < 0 || static_cast<std::size_t>(rank) >= peers_.size() || rank == rank_) {
       return;
     }
-    peers_[static_cast<std::size_t>(rank)].dropped = true;
+    peers_[static_cast<std::size_t>(rank)].dropped = true;  // read while dispatching, as this runs
     MarkGoneLocked(rank, why, &after);
   }
   after.lost.clear();

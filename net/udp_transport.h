@@ -110,7 +110,8 @@ class UdpTransport : public Transport {
     bool used = false;  // any frame went either way (a departure then matters)
     bool gone = false;  // said it leaves, or was lost
     // The node dropped it (DropPeer): unlike a goodbye, which comes after the peer's last frame,
-    // this ends its frames even where a batch already read them.
+    // this ends its frames even where a batch already read them. Written and read only while
+    // dispatching, as reader is.
     bool dropped = false;
   };
   // Work found under the lock and done after it: callbacks may send again.

@@ -201,10 +201,7 @@ bool TcpConnection::FeedHandshake() {
 
 bool TcpConnection::ConsumeBuffered() {
   while (begin_ < end_) {
-    {
-      std::lock_guard lock(mutex_);
-      if (closed_) return false;
-    }
+    if (read_stopped_.load(std::memory_order_acquire)) return false;
     if (handshake_.state() != Handshake::State::kDone) {
       if (!FeedHandshake()) return false;
       continue;

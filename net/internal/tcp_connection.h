@@ -105,7 +105,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   std::size_t header_got_ = 0;
   InboundMessage current_;
   std::uint64_t payload_got_ = 0;
-  std::atomic<bool> read_stopped_{false};  // set by Close, which may run inside a read
+  std::atomic<bool> read_stopped_{false};  // closed_, for the reads: Close may run inside one
 
   // Write side.
   std::mutex mutex_;  // guards everything below
