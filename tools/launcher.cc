@@ -143,8 +143,8 @@ class Job {
   // -1 (wait for an event) when there is none.
   int PollTimeout() const {
     Deadline next;
-    for (const Deadline& d :
-         {job_deadline_, join_deadline_, grace_deadline_, kill_deadline_, drain_deadline_}) {
+    for (const Deadline& d : {job_deadline_, join_deadline_, grace_deadline_, settle_deadline_,
+                              kill_deadline_, drain_deadline_}) {
       if (d && (!next || *d < *next)) next = d;
     }
     if (!next) return -1;
@@ -223,14 +223,24 @@ class Job {
         failed_rank_ = rank;
         failure_detail_ = " before the job ended";
       }
-      BeginStop();
+      // Not at once: it may have left because a peer died, and that peer's death, seen by the
+      // node through a closed socket before the kernel reports it to the launcher, is the cause.
+      if (!settle_deadline_) settle_deadline_ = Clock::now() + timings_.cause_settle;
       return;
     }
     if (status.success()) return;
-    if (!failed_rank_) failed_rank_ = rank;
     if (status.signaled) {
+      // Nobody has been signalled by the launcher yet, so this death is the node's own; a node
+      // that exited with a status before it may only have reacted to it.
+      if (!failed_rank_ || !StatusOf(*failed_rank_).signaled) {
+        failed_rank_ = rank;
+        failure_detail_.clear();
+      }
       BeginStop();
-    } else if (state != JobWatch::NodeState::kLeft && !grace_deadline_) {
+      return;
+    }
+    if (!failed_rank_) failed_rank_ = rank;
+    if (state != JobWatch::NodeState::kLeft && !grace_deadline_) {
       // A node that ended in order with a non-zero status (threads style: rank 0's) does not
       // stop the others; any other failure gives them a moment to end on their own first.
       grace_deadline_ = Clock::now() + timings_.exit_grace;
@@ -241,6 +251,7 @@ class Job {
     if (stopping_) return;
     stopping_ = true;
     grace_deadline_.reset();
+    settle_deadline_.reset();
     stopped_running_nodes_ = AnyRunning();
     for (auto& n : nodes_) n->process.Signal(SIGTERM);
     if (stopped_running_nodes_) kill_deadline_ = Clock::now() + timings_.kill_after;
@@ -264,6 +275,7 @@ class Job {
       CheckEveryNodeJoined();
     }
     if (grace_deadline_ && now >= *grace_deadline_) BeginStop();
+    if (settle_deadline_ && now >= *settle_deadline_) BeginStop();
     if (kill_deadline_ && now >= *kill_deadline_) KillRunning();
     if (drain_deadline_ && now >= *drain_deadline_) {
       // A node's own child still holds the pipe; what it writes later is dropped.
@@ -314,9 +326,10 @@ class Job {
       int rank = *failed_rank_;
       std::string suffix = "; the job was stopped";
       if (!stopped_running_nodes_) {
-        // Every node ended on its own: rank 0's status is the job's when it failed.
+        // Every node ended on its own: rank 0's status is the job's when it failed, unless a
+        // node was killed by a signal, which the others' statuses may only follow from.
         suffix.clear();
-        if (!StatusOf(0).success()) rank = 0;
+        if (!StatusOf(rank).signaled && !StatusOf(0).success()) rank = 0;
       }
       const ExitStatus& status = StatusOf(rank);
       std::string detail = rank == *failed_rank_ ? failure_detail_ : "";
@@ -347,6 +360,7 @@ class Job {
   Deadline job_deadline_;
   Deadline join_deadline_;
   Deadline grace_deadline_;
+  Deadline settle_deadline_;
   Deadline kill_deadline_;
   Deadline drain_deadline_;
 };

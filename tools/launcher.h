@@ -38,15 +38,20 @@ struct LaunchTimings {
   // (threads style: every node exits with rank 0's status, at nearly the same time) before the
   // launcher stops them.
   std::chrono::milliseconds exit_grace{1000};
+  // After a node leaves the job without announcing its end, how long the launcher waits for a
+  // node killed by a signal (the likelier cause: its peers see its sockets close before the
+  // kernel reports its death) before it stops the job and names the one that left.
+  std::chrono::milliseconds cause_settle{200};
   // After the last node is gone, how long a pipe kept open by a node's own child is drained.
   std::chrono::milliseconds drain{1000};
 };
 
 // Runs a job of spec.nodes processes on this machine and returns the launcher's exit status:
 // 0 when every node exited 0; the failing node's status (128 + signal when killed) when one
-// failed, after stopping the others; 124 on timeout; 1 when a node did not join in time; 128 + signal when the launcher was asked to
-// stop (SIGINT: 130, SIGTERM: 143). Prints one line on stderr naming the cause of any failure.
-// `signals` must watch LauncherSignals() and exist before any thread starts.
+// failed, after stopping the others; 124 on timeout; 1 when a node did not join in time; 128 +
+// signal when the launcher was asked to stop (SIGINT: 130, SIGTERM: 143). Prints one line on stderr
+// naming the cause of any failure. `signals` must watch LauncherSignals() and exist before any
+// thread starts.
 int RunJob(const LaunchSpec& spec, SignalWatch& signals, const LaunchTimings& timings = {});
 
 // The signals RunJob expects its SignalWatch to watch.

@@ -222,6 +222,22 @@ TEST(LauncherTest, NonZeroExitOfOneNodeIsTheJobsStatus) {
   ExpectAllGone(dir.Pids());
 }
 
+// A node that exits with an error may only be reacting to a peer's death, which it sees (a
+// closed socket) before the kernel tells the launcher; the node killed by a signal is named.
+TEST(LauncherTest, ANodeKilledJustAfterAnotherExitedIsNamedAsTheCause) {
+  PidDir dir;
+  Outcome outcome = RunProcess({Lmdx(), "run", Misbehave(), "-n", "3", "--", dir.path(), "1",
+                                "exit:3", "100", "--also", "2", "kill", "150"},
+                               {}, seconds(20));
+  ASSERT_FALSE(outcome.timed_out);
+  EXPECT_LT(outcome.elapsed, seconds(5));
+  EXPECT_EQ(outcome.code, 128 + SIGKILL);
+  EXPECT_EQ(LauncherLines(outcome),
+            std::vector<std::string>{
+                "lmdx run: rank 2 died (killed by signal SIGKILL); the job was stopped"});
+  ExpectAllGone(dir.Pids());
+}
+
 TEST(LauncherTest, WhenAllNodesExitRankZerosStatusIsTheJobs) {
   Outcome outcome = RunProcess({Lmdx(), "run", PrintLines(), "-n", "3", "--", "1", "7"});
   EXPECT_EQ(outcome.code, 7);
