@@ -74,8 +74,10 @@ struct RawBody {
 // 40-byte header and a body; encoding and checking that header, and building the frame on either
 // side, were most of the software in a shared-memory half round trip of 8 bytes.
 struct SmallRaw {
-  // The most payload any transport carries this way; each may take less (SendRawNow says).
-  static constexpr std::size_t kMaxPayload = 256;
+  // The most payload any transport carries this way; each may take less (SendRawNow says):
+  // shm all of it, in a span of cells (net/internal/shm_cells.h); fabric 256 bytes within its
+  // call. No more is offered: a message too large for every transport would try the lane in vain.
+  static constexpr std::size_t kMaxPayload = 972;
   int source = -1;
   int destination = -1;
   std::int32_t tag = 0;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -26,6 +27,9 @@ static_assert(sizeof(RingControl) <= kControlSize);
 // One poll reads at most this much, so one busy peer cannot starve the others.
 constexpr std::uint64_t kReadBudget = 32u << 20;
 constexpr std::int64_t kWriteSpinNs = 50 * 1000;
+// Every small raw message the node offers to the express lane fits a span of cells, and the
+// node offers every one that does.
+static_assert(SmallRawCell::kMaxPayload == SmallRaw::kMaxPayload);
 
 void Signal(int fd) {
   std::uint64_t one = 1;
@@ -260,42 +264,58 @@ bool ShmConnection::TakeCells() {
   if (bytes == nullptr) return false;
   // At most a ring's worth per call, so that a peer that keeps writing cannot hold the poll.
   for (std::uint32_t count = 0; bytes != nullptr && count < CellRing::kCells; ++count) {
-    if (closed_flag_.load(std::memory_order_relaxed) || !DeliverCell(bytes)) return true;
-    in_cells_.Take();
+    std::uint32_t cells = 1;
+    if (closed_flag_.load(std::memory_order_relaxed) || !DeliverCells(bytes, &cells)) return true;
+    in_cells_.Take(cells);
     bytes = in_cells_.Peek();
   }
   in_cells_.Release();
   return true;
 }
 
-bool ShmConnection::DeliverCell(const std::uint8_t* bytes) {
-  if (SmallRawCell::IsOne(bytes)) {
-    SmallRawCell raw = SmallRawCell::Read(bytes);
-    if (raw.length > SmallRawCell::kMaxPayload) {
-      Close("malformed small message: it claims " + std::to_string(raw.length) +
-            " bytes, more than the cell of the segment shared holds");
+bool ShmConnection::DeliverCells(const std::uint8_t* first, std::uint32_t* cells) {
+  bool small_raw = SmallRawCell::IsOne(first);
+  std::uint64_t size = 0;
+  std::optional<FrameHeader> header;
+  if (small_raw) {
+    size = SmallRawCell::kHeaderSize + std::uint64_t{SmallRawCell::LengthOf(first)};
+  } else {
+    std::string error;
+    header = CheckIncomingHeader(first, peer_rank_, my_rank_, "the segment shared", &error);
+    if (!header) {
+      Close(error);
       return false;
     }
+    size = kFrameHeaderSize + std::uint64_t{header->body_length} + header->payload_length;
+  }
+  if (size > CellRing::kSpanBytes) {
+    Close(std::string(small_raw ? "malformed small message" : "malformed frame") + " in cells: " +
+          std::to_string(size) + " bytes, more than the " + std::to_string(CellRing::kMaxSpan) +
+          " cells of the segment shared a frame may span hold");
+    return false;
+  }
+  *cells = CellRing::CellsFor(size);
+  const std::uint8_t* bytes = first;
+  // A span's cells lie apart (each starts with its stamp): its frame is read whole from a copy.
+  std::array<std::uint8_t, CellRing::kSpanBytes> span;
+  if (*cells > 1) {
+    in_cells_.Gather(span.data(), size);
+    bytes = span.data();
+  }
+  if (small_raw) {
+    SmallRawCell raw = SmallRawCell::Read(bytes);
     host_.OnRawMessage(
         SmallRaw{peer_rank_, my_rank_, raw.tag, raw.sequence, raw.payload, raw.length});
     return true;
   }
+  return DeliverCellFrame(*header, bytes);
+}
+
+bool ShmConnection::DeliverCellFrame(const FrameHeader& header, const std::uint8_t* bytes) {
+  std::uint64_t body_length = header.body_length;
   std::string error;
-  auto header = CheckIncomingHeader(bytes, peer_rank_, my_rank_, "the segment shared", &error);
-  if (!header) {
-    Close(error);
-    return false;
-  }
-  std::uint64_t body_length = header->body_length;
-  std::uint64_t payload_length = header->payload_length;
-  if (body_length + payload_length > CellRing::kFrameBytes - kFrameHeaderSize) {
-    Close("malformed frame: its header gives a body of " + std::to_string(body_length) +
-          " bytes and a payload of " + std::to_string(payload_length) +
-          " bytes, more than the cell of the segment shared holds");
-    return false;
-  }
   InboundMessage message;
-  message.header = *header;
+  message.header = header;
   const std::uint8_t* body = bytes + kFrameHeaderSize;
   message.body.assign(reinterpret_cast<const char*>(body), body_length);
   if (!TakePayloadFrom(body + body_length, host_, message, &error)) {
@@ -378,9 +398,9 @@ bool ShmConnection::SendNow(OutgoingMessage& message) {
   std::uint8_t header[kFrameHeaderSize];
   std::uint64_t total = SealOutgoingHeader(message, my_rank_, header);
   bool signal = false;
-  if (total <= CellRing::kFrameBytes) {
-    // A cell's worth is copied under the lock, in the time the writer role would take to claim
-    // and give back (two more trips through the lock, a tenth of a small message's send).
+  if (total <= CellRing::kSpanBytes) {
+    // A span's worth is copied under the lock, in about the time the writer role would take to
+    // claim and give back (two more trips through the lock, a tenth of a small message's send).
     bool written;
     {
       std::lock_guard lock(mutex_);
@@ -407,13 +427,14 @@ bool ShmConnection::SendNow(OutgoingMessage& message) {
 // as a frame's cell in WriteAlone (see there).
 bool ShmConnection::SendRawNow(const SmallRaw& raw) {
   if (raw.length > SmallRawCell::kMaxPayload) return false;
+  std::uint32_t cells = CellRing::CellsFor(SmallRawCell::kHeaderSize + raw.length);
   bool signal;
   {
     std::lock_guard lock(mutex_);
-    if (!IdleLocked() || !NextMayTakeACell()) return false;
-    SmallRawCell::Write(out_cells_.Next(), raw.tag, raw.sequence, raw.payload,
+    if (!IdleLocked() || !NextMayTakeCells(cells)) return false;
+    SmallRawCell::Write(out_cells_, raw.tag, raw.sequence, raw.payload,
                         static_cast<std::uint32_t>(raw.length));
-    out_cells_.Publish();
+    out_cells_.Publish(cells);
     signal = out_.ReaderMustBeSignalled();
   }
   if (signal) Signal(setup_.data_out.get());
@@ -425,13 +446,13 @@ bool ShmConnection::SendRawNow(const SmallRaw& raw) {
 // locks, moves and allocations were a good part of it). False when the ring lacks room for it;
 // *signal is set when the reader sleeps and must be signalled.
 //
-// A frame that fits a cell goes into one when NextMayTakeACell says so; otherwise it takes the
-// ring after the others.
+// A frame that fits a span of cells goes into one when NextMayTakeCells says so; otherwise it
+// takes the ring after the others.
 bool ShmConnection::WriteAlone(const std::uint8_t* header, std::uint64_t total,
                                const OutgoingMessage& message, bool* signal) {
-  if (total <= CellRing::kFrameBytes && NextMayTakeACell()) {
+  if (total <= CellRing::kSpanBytes && NextMayTakeCells(CellRing::CellsFor(total))) {
     CopyFrame(header, message, out_cells_);
-    out_cells_.Publish();
+    out_cells_.Publish(CellRing::CellsFor(total));
     *signal = out_.ReaderMustBeSignalled();
     return true;
   }

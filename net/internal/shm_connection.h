@@ -97,18 +97,23 @@ class ShmConnection : public std::enable_shared_from_this<ShmConnection> {
   // lock, with the role free).
   bool WriteAlone(const std::uint8_t* header, std::uint64_t total, const OutgoingMessage& message,
                   bool* signal);
-  // A cell is free and the reader has taken every byte written to the ring (checked in that
-  // order: the ring's tail is a line of the reader's), so the next frame may go into a cell and
-  // keep the pair's order (see Poll). The caller may write (writer role, or the lock with the
+  // `cells` cells are free and the reader has taken every byte written to the ring (checked in
+  // that order: the ring's tail is a line of the reader's), so the next frame may go into cells
+  // and keep the pair's order (see Poll). The caller may write (writer role, or the lock with the
   // role free).
-  bool NextMayTakeACell() { return out_cells_.HasRoom() && out_.AllTaken(); }
+  bool NextMayTakeCells(std::uint32_t cells) {
+    return out_cells_.HasRoom(cells) && out_.AllTaken();
+  }
   bool WaitForRoom();  // application threads; false once closed
   void OnSpace();
   void OnSocket();
   // Takes the frames waiting in cells; true when there were any.
   bool TakeCells();
-  // Delivers the frame in a cell; false when it was malformed (the connection is closed).
-  bool DeliverCell(const std::uint8_t* bytes);
+  // Delivers the frame whose first cell is `first` and sets *cells to the cells it spans; false
+  // when it was malformed (the connection is closed).
+  bool DeliverCells(const std::uint8_t* first, std::uint32_t* cells);
+  // A frame read whole from cells, its header checked.
+  bool DeliverCellFrame(const FrameHeader& header, const std::uint8_t* bytes);
   bool OnHeader();
   bool StartPayloadOrDeliver();
   void Deliver();

@@ -153,11 +153,16 @@ class ShmTransportTest : public ::testing::Test {
 
 constexpr std::size_t kCellPayload =
     internal::CellRing::kFrameBytes - kFrameHeaderSize - sizeof(Stamp);
+// The largest payload of a frame that spans cells rather than taking the ring.
+constexpr std::size_t kSpanPayload =
+    internal::CellRing::kSpanBytes - kFrameHeaderSize - sizeof(Stamp);
 
-// Cell-sized frames mixed with frames just too big for a cell and frames many times the ring:
-// a cell must never overtake a frame still in the ring, nor a frame in the ring a cell.
+// Frames of one cell, of spans of cells (just over a cell, 500 bytes, the largest span) and of
+// the ring (just over a span, many times the ring): cells must never overtake a frame still in
+// the ring, nor a frame in the ring cells.
 TEST_F(ShmTransportTest, CellsAndTheRingKeepTheOrderOfAMix) {
-  std::vector<std::size_t> sizes = {0, 8, kCellPayload, kCellPayload + 1, 100, 3000, 70000};
+  std::vector<std::size_t> sizes = {
+      0, 8, kCellPayload, kCellPayload + 1, 500, kSpanPayload, kSpanPayload + 1, 3000, 70000};
   std::vector<std::vector<std::size_t>> sent(1);
   SendFrames(0, 3000, sizes, &sent[0]);
   std::vector<InboundMessage> got = ranks_[1].host.Take(3000);
@@ -169,7 +174,7 @@ TEST_F(ShmTransportTest, CellsAndTheRingKeepTheOrderOfAMix) {
 // sends the next frames through the ring.
 TEST_F(ShmTransportTest, SmallFramesWrapTheCellsManyTimes) {
   std::vector<std::vector<std::size_t>> sent(1);
-  SendFrames(0, 50 * internal::CellRing::kCells, {0, 1, 8, kCellPayload}, &sent[0]);
+  SendFrames(0, 50 * internal::CellRing::kCells, {0, 1, 8, kCellPayload, 300}, &sent[0]);
   std::size_t count = sent[0].size();
   std::vector<InboundMessage> got = ranks_[1].host.Take(count);
   ASSERT_EQ(got.size(), count) << ranks_[1].host.lost();
@@ -178,7 +183,7 @@ TEST_F(ShmTransportTest, SmallFramesWrapTheCellsManyTimes) {
 
 // Several threads send at once: each thread's frames keep their order.
 TEST_F(ShmTransportTest, ConcurrentSendersEachKeepTheirOrder) {
-  SendFromThreadsAndExpectOrder(3, 2000, {0, 8, kCellPayload, 200, 5000},
+  SendFromThreadsAndExpectOrder(3, 2000, {0, 8, kCellPayload, 200, kSpanPayload, 5000},
                                 [](std::uint32_t) { return Offer::kSend; });
 }
 
@@ -200,15 +205,15 @@ TEST_F(ShmTransportTest, FramesSentAtOnceKeepTheirOrderAmongQueuedOnes) {
   // Then three threads at once, two of them offering every frame to SendNow (most find another
   // thread's frames queued or the writer busy, and queue theirs).
   SendFromThreadsAndExpectOrder(
-      3, 6000, {0, 8, kCellPayload, 200, 5000, 70000},
+      3, 6000, {0, 8, kCellPayload, 200, kSpanPayload, 5000, 70000},
       [](std::uint32_t thread) { return thread != 2 ? Offer::kSendNow : Offer::kSend; });
 }
 
 constexpr std::size_t kSmallRawPayload = internal::SmallRawCell::kMaxPayload;
 
-// The express lane: an idle connection takes a small raw message into a cell at once, and its
+// The express lane: an idle connection takes a small raw message into cells at once, and its
 // receiver gets the raw frame it stands for (the host here has no way of its own for it); a
-// message one byte too large for a cell is refused, and nothing of it arrives.
+// message one byte too large for a span of cells is refused, and nothing of it arrives.
 TEST_F(ShmTransportTest, AnIdleConnectionTakesASmallRawMessageAtOnce) {
   std::vector<std::vector<std::size_t>> first(1);
   SendFrames(0, 1, {8}, &first[0]);
@@ -229,10 +234,10 @@ TEST_F(ShmTransportTest, AnIdleConnectionTakesASmallRawMessageAtOnce) {
   ASSERT_EQ(ranks_[1].host.Take(1).size(), 1u) << ranks_[1].host.lost();
   std::vector<std::vector<std::size_t>> express(1);
   std::uint32_t went_express = 0;
-  SendFrames(0, 2, {kSmallRawPayload}, &express[0], Offer::kExpress, &went_express);
-  EXPECT_EQ(went_express, 2u) << "an idle connection did not take small raw messages at once";
-  std::vector<InboundMessage> got = ranks_[1].host.Take(2);
-  ASSERT_EQ(got.size(), 2u) << ranks_[1].host.lost();
+  SendFrames(0, 3, {8, kSmallRawPayload}, &express[0], Offer::kExpress, &went_express);
+  EXPECT_EQ(went_express, 3u) << "an idle connection did not take small raw messages at once";
+  std::vector<InboundMessage> got = ranks_[1].host.Take(3);
+  ASSERT_EQ(got.size(), 3u) << ranks_[1].host.lost();
   EXPECT_EQ(got[0].header.source, 0);
   EXPECT_EQ(got[0].header.destination, 1);
   ExpectInOrder(got, express);
@@ -241,7 +246,8 @@ TEST_F(ShmTransportTest, AnIdleConnectionTakesASmallRawMessageAtOnce) {
 // Small raw messages sent on the express lane among raw frames of every size that fall back to a
 // frame (no free cell, bytes of the ring still unread, too large): none overtakes another.
 TEST_F(ShmTransportTest, SmallRawMessagesKeepTheirOrderAmongFrames) {
-  std::vector<std::size_t> sizes = {0, 8, kSmallRawPayload, kSmallRawPayload + 1, 100, 3000, 70000};
+  std::vector<std::size_t> sizes = {0,    8,    kSmallRawPayload, kSmallRawPayload + 1, 100, 500,
+                                    3000, 70000};
   std::vector<std::vector<std::size_t>> sent(1);
   std::uint32_t went_express = 0;
   SendFrames(0, 3000, sizes, &sent[0], Offer::kExpress, &went_express);
@@ -254,7 +260,7 @@ TEST_F(ShmTransportTest, SmallRawMessagesKeepTheirOrderAmongFrames) {
 // Threads on the express lane beside a thread that queues frames: each thread's order holds.
 TEST_F(ShmTransportTest, ConcurrentExpressSendersEachKeepTheirOrder) {
   SendFromThreadsAndExpectOrder(
-      3, 4000, {0, 8, kSmallRawPayload, 200, 5000},
+      3, 4000, {0, 8, kSmallRawPayload, 200, 700, 5000},
       [](std::uint32_t thread) { return thread != 2 ? Offer::kExpress : Offer::kSend; });
 }
 
