@@ -143,8 +143,8 @@ class Job {
   // -1 (wait for an event) when there is none.
   int PollTimeout() const {
     Deadline next;
-    for (const Deadline& d : {job_deadline_, join_deadline_, grace_deadline_, settle_deadline_,
-                              kill_deadline_, drain_deadline_}) {
+    for (const Deadline& d :
+         {job_deadline_, join_deadline_, stop_deadline_, kill_deadline_, drain_deadline_}) {
       if (d && (!next || *d < *next)) next = d;
     }
     if (!next) return -1;
@@ -225,7 +225,7 @@ class Job {
       }
       // Not at once: it may have left because a peer died, and that peer's death, seen by the
       // node through a closed socket before the kernel reports it to the launcher, is the cause.
-      if (!settle_deadline_) settle_deadline_ = Clock::now() + timings_.cause_settle;
+      StopBy(Clock::now() + timings_.cause_settle);
       return;
     }
     if (status.success()) return;
@@ -240,18 +240,22 @@ class Job {
       return;
     }
     if (!failed_rank_) failed_rank_ = rank;
-    if (state != JobWatch::NodeState::kLeft && !grace_deadline_) {
+    if (state != JobWatch::NodeState::kLeft) {
       // A node that ended in order with a non-zero status (threads style: rank 0's) does not
       // stop the others; any other failure gives them a moment to end on their own first.
-      grace_deadline_ = Clock::now() + timings_.exit_grace;
+      StopBy(Clock::now() + timings_.exit_grace);
     }
+  }
+
+  // The job stops at `when` unless an earlier stop is due.
+  void StopBy(Clock::time_point when) {
+    if (!stop_deadline_ || when < *stop_deadline_) stop_deadline_ = when;
   }
 
   void BeginStop() {
     if (stopping_) return;
     stopping_ = true;
-    grace_deadline_.reset();
-    settle_deadline_.reset();
+    stop_deadline_.reset();
     stopped_running_nodes_ = AnyRunning();
     for (auto& n : nodes_) n->process.Signal(SIGTERM);
     if (stopped_running_nodes_) kill_deadline_ = Clock::now() + timings_.kill_after;
@@ -274,8 +278,7 @@ class Job {
       join_deadline_.reset();
       CheckEveryNodeJoined();
     }
-    if (grace_deadline_ && now >= *grace_deadline_) BeginStop();
-    if (settle_deadline_ && now >= *settle_deadline_) BeginStop();
+    if (stop_deadline_ && now >= *stop_deadline_) BeginStop();
     if (kill_deadline_ && now >= *kill_deadline_) KillRunning();
     if (drain_deadline_ && now >= *drain_deadline_) {
       // A node's own child still holds the pipe; what it writes later is dropped.
@@ -359,8 +362,7 @@ class Job {
   std::string failure_detail_;  // appended to the failed rank's exit, e.g. " before the job ended"
   Deadline job_deadline_;
   Deadline join_deadline_;
-  Deadline grace_deadline_;
-  Deadline settle_deadline_;
+  Deadline stop_deadline_;  // a failure's grace or settle time (StopBy), then BeginStop
   Deadline kill_deadline_;
   Deadline drain_deadline_;
 };

@@ -196,7 +196,7 @@ struct SmallRawCell {
   // The message's bytes, whole (gathered from its cells when it spans several).
   static SmallRawCell Read(const std::uint8_t* cell) {
     SmallRawCell raw;
-    std::memcpy(&raw.length, cell + 4, 4);
+    raw.length = LengthOf(cell);
     std::memcpy(&raw.tag, cell + 8, 4);
     std::memcpy(&raw.sequence, cell + 12, 8);
     raw.payload = cell + kHeaderSize;
