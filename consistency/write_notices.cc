@@ -18,6 +18,26 @@ wire::WriteNotices Parse(const std::string& payload) {
   return notices;
 }
 
+// The smallest knowledge of a set of barrier arrivals, by writer; a payload that says nothing of a
+// writer knows none of its intervals.
+std::vector<std::uint64_t> LeastKnown(std::span<const std::string> payloads, int size) {
+  std::vector<std::uint64_t> least;
+  bool first = true;
+  for (const std::string& payload : payloads) {
+    if (payload.empty()) continue;
+    wire::WriteNotices notices = Parse(payload);
+    std::vector<std::uint64_t> known(static_cast<std::size_t>(size), 0);
+    for (int i = 0; i < notices.known_size() && i < size; ++i) known[i] = notices.known(i);
+    if (first) {
+      least = std::move(known);
+      first = false;
+      continue;
+    }
+    for (std::size_t i = 0; i < least.size(); ++i) least[i] = std::min(least[i], known[i]);
+  }
+  return least;
+}
+
 }  // namespace
 
 std::uint64_t WriteNoticeLog::Close(std::span<const PageId> pages) {
@@ -29,11 +49,12 @@ std::uint64_t WriteNoticeLog::Close(std::span<const PageId> pages) {
   return interval;
 }
 
-std::string WriteNoticeLog::Encode(bool collect_diffs) const {
+std::string WriteNoticeLog::Encode(bool collect_diffs, bool with_knowledge) const {
   wire::WriteNotices notices;
   notices.set_sender(rank_);
   notices.set_collect_diffs(collect_diffs);
   std::lock_guard lock(mutex_);
+  if (with_knowledge) notices.mutable_known()->Add(newest_logged_.begin(), newest_logged_.end());
   notices.mutable_pages()->Reserve(static_cast<int>(log_.size()));
   for (const auto& [key, interval] : log_) {
     notices.add_pages(key.first);
@@ -125,17 +146,20 @@ std::string WriteNoticeLog::Trim(const std::string& payload, const std::string& 
   return kept.SerializeAsString();
 }
 
-void WriteNoticeLog::ForgetKnownEverywhere(std::span<const std::string> payloads) {
+std::size_t WriteNoticeLog::ForgetKnownEverywhere(std::span<const std::string> payloads) {
+  const std::vector<std::uint64_t> least = LeastKnown(payloads, size_);
+  if (least.empty()) return 0;
   std::lock_guard lock(mutex_);
-  for (const std::string& payload : payloads) {
-    if (payload.empty()) continue;
-    wire::WriteNotices notices = Parse(payload);
-    for (int i = 0; i < notices.pages_size(); ++i) {
-      auto entry = log_.find({notices.pages(i), notices.writers(i)});
-      // A newer interval of the same page and writer, closed after this node's arrival, stays.
-      if (entry != log_.end() && entry->second <= notices.intervals(i)) log_.erase(entry);
+  std::size_t dropped = 0;
+  for (auto entry = log_.begin(); entry != log_.end();) {
+    if (entry->second <= least[static_cast<std::size_t>(entry->first.second)]) {
+      entry = log_.erase(entry);
+      ++dropped;
+    } else {
+      ++entry;
     }
   }
+  return dropped;
 }
 
 std::string WriteNoticeLog::MergeEncoded(std::span<const std::string> payloads, int size) {
@@ -155,6 +179,10 @@ std::string WriteNoticeLog::MergeEncoded(std::span<const std::string> payloads, 
   }
   wire::WriteNotices out;
   out.set_collect_diffs(collect_diffs);
+  const std::vector<std::uint64_t> least = LeastKnown(payloads, size);
+  if (std::any_of(least.begin(), least.end(), [](std::uint64_t known) { return known != 0; })) {
+    out.mutable_known()->Add(least.begin(), least.end());
+  }
   for (int sender : senders) {
     if (sender < 0 || sender >= size) {
       throw Error(LMDX_ERR_INTERNAL, "write notices from rank " + std::to_string(sender));

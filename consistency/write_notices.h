@@ -13,8 +13,11 @@
 // it has acted on, rather than one vector time, so a notice is never skipped because some other
 // path advanced a clock past it.
 //
-// Every node passes a barrier that every node takes part in only after receiving every node's
-// notices; such a barrier ends the log (the notices are known everywhere).
+// A barrier that every node takes part in trims the log, but only of what every node had merged
+// before it arrived: each arrival says what its sender had merged, and a node leaves the barrier
+// knowing the smallest of those. The notices the barrier itself carries stay in the log until a
+// later such barrier: a node that has left it may hand a lock to a thread of a node that has not
+// yet taken the barrier's departure in, and that thread must still hear of them.
 #ifndef LMDX_CONSISTENCY_WRITE_NOTICES_H_
 #define LMDX_CONSISTENCY_WRITE_NOTICES_H_
 
@@ -40,8 +43,8 @@ class WriteNoticeLog {
   std::uint64_t Close(std::span<const PageId> pages);
 
   // The payload of a release: every notice the log holds; collect_diffs asks for an lrc garbage
-  // collection.
-  std::string Encode(bool collect_diffs = false) const;
+  // collection; a barrier's arrival also says what this node has merged (with_knowledge).
+  std::string Encode(bool collect_diffs = false, bool with_knowledge = false) const;
 
   struct Notice {
     PageId page;
@@ -59,12 +62,13 @@ class WriteNoticeLog {
   // releases) and returns the pages to invalidate here. Throws lmdx::Error on a malformed payload.
   Received Merge(std::span<const std::string> payloads);
 
-  // After a barrier whose payloads came from every node: the notices they carried are known
-  // everywhere, so they are dropped (the log then holds only later ones).
-  void ForgetKnownEverywhere(std::span<const std::string> payloads);
+  // After a barrier whose payloads came from every node: drops the notices every node had merged
+  // before it arrived (the smallest knowledge the payloads carry). Returns how many it dropped.
+  std::size_t ForgetKnownEverywhere(std::span<const std::string> payloads);
 
   // One payload that carries every notice of `payloads` (the newest interval of each page and
-  // writer) and names all their senders: a barrier's departure then carries one.
+  // writer), names all their senders and keeps the smallest of their knowledge: a barrier's
+  // departure then carries one.
   static std::string MergeEncoded(std::span<const std::string> payloads, int size);
 
   // What this node knows, for a lock request: per writer the newest interval it has logged

@@ -88,6 +88,43 @@ void HomeBasedProtocol::Refetch(const std::vector<PageId>& pages) {
   FetchAndInstall(by_home);
 }
 
+void HomeBasedProtocol::DropHomeTwins(const std::vector<PageId>& pages) {
+  // Another node's release may have written its diff of such a page straight into this node's
+  // memory, which leaves the twin of a page this node keeps writable as it was: a write of this
+  // node that then puts back a value the twin holds would make no diff and so no notice, and a
+  // reader would keep the other node's value. So the twin goes, and the page faults at its next
+  // write for a fresh one. What differs from the twin now counts as written by this node in its
+  // current interval: that may be only the other node's bytes, a notice too many, never too few.
+  net::NoParkingScope holding_pages;
+  std::vector<PageId> held;
+  for (PageId page : pages) {
+    std::unique_lock lock(table_.StripeMutex(page));
+    while (table_.busy(page)) table_.StripeChanged(page).wait(lock);
+    if (table_.access(page) != Access::kWrite) continue;
+    {
+      std::lock_guard state(state_mutex_);
+      auto found = states_.find(page);
+      if (found == states_.end() || !found->second.twin) continue;
+    }
+    table_.set_busy(page, true);
+    table_.set_access(page, Access::kRead);
+    held.push_back(page);
+  }
+  ProtectPages(held, Access::kRead);
+  for (PageId page : held) {
+    std::lock_guard lock(table_.StripeMutex(page));
+    {
+      std::lock_guard state(state_mutex_);
+      CopyState& copy = states_[page];
+      Diff diff;
+      AppendDiff(copy.twin.get(), memory_.SystemView(page), memory_.page_bytes(), diff);
+      if (!diff.empty()) home_rewritten_.push_back(page);
+      copy.twin.reset();
+    }
+    EndTransition(page, Access::kRead);
+  }
+}
+
 std::string HomeBasedProtocol::Knowledge() {
   if (kind_ != HomeBasedKind::kHlrc && kind_ != HomeBasedKind::kLrc) return {};
   return notices_.Knowledge();
@@ -116,7 +153,8 @@ void HomeBasedProtocol::OnAcquire(const sync::SyncObject& object,
   Counters::Add(counters_.write_notices, received.notices);
   if (lazy) LearnRequired(received);
   std::vector<PageId> to_drop;
-  std::vector<PageId> at_home;  // lrc: this node's own pages that it uses, to bring up to date
+  std::vector<PageId> at_home;       // lrc: this node's own pages that it uses, to bring up to date
+  std::vector<PageId> home_written;  // hlrc: this node's own pages that others wrote
   for (PageId page : received.pages) {
     if (page >= table_.page_count()) continue;
     // A page this node never held needs no work (and no look-up of its home); under lrc its
@@ -131,9 +169,12 @@ void HomeBasedProtocol::OnAcquire(const sync::SyncObject& object,
       to_drop.push_back(page);
     } else if (lazy) {
       at_home.push_back(page);
+    } else {
+      home_written.push_back(page);
     }
   }
   std::vector<PageId> were_in_use = Invalidate(to_drop, nullptr, /*wait_for_holders=*/true);
+  DropHomeTwins(home_written);
   if (lazy) {
     net::NoParkingScope holding_pages;
     std::vector<PageId> held;
@@ -151,6 +192,8 @@ void HomeBasedProtocol::OnAcquire(const sync::SyncObject& object,
     net::NoParkingScope holding_pages;
     CollectGarbageAtBarrier(object, payloads, received.collect_diffs);
   }
+  // Only what every node had merged before it arrived: another node may hand a lock to a thread of
+  // a node that has not yet taken this departure in, and the notices it carried must go with it.
   if (everyone) notices_.ForgetKnownEverywhere(payloads);
   one_acquire.unlock();
   if (settings_.refetch_at_acquire && !were_in_use.empty()) Refetch(were_in_use);

@@ -153,6 +153,10 @@ class HomeBasedProtocol final : public Protocol {
                                  const std::shared_ptr<DeferredAck>& ack, bool wait_for_holders);
   // Fetches again, in one message per home, the pages an acquire invalidated that were in use.
   void Refetch(const std::vector<PageId>& pages);
+  // hlrc at a home: takes write access and the twin from pages of its own that other nodes wrote
+  // (their diffs may have landed in its memory one-sided, past the twin); pages that then differ
+  // from their twin count as written by this node (home_rewritten_).
+  void DropHomeTwins(const std::vector<PageId>& pages);
 
   // ---- lrc (lazy.cc)
   // A diff this node made, kept until a garbage collection; interval 0 until its release closes.
@@ -213,6 +217,9 @@ class HomeBasedProtocol final : public Protocol {
   std::mutex state_mutex_;
   std::unordered_map<PageId, CopyState> states_;
   std::vector<PageId> dirty_;  // written since the last flush (a twin taken, or a home write)
+  // hlrc: home pages whose twin an acquire dropped while they differed from it (DropHomeTwins):
+  // the next release closes a notice for each, as for a page it diffed.
+  std::vector<PageId> home_rewritten_;  // guarded by state_mutex_
   // The diffs of the release under way, until their homes have answered: a fetch meanwhile may
   // be answered by a home that lacks them, and applies those its home had not applied.
   std::map<PageId, OwnDiffs> in_flight_;        // guarded by state_mutex_

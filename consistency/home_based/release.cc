@@ -154,9 +154,11 @@ HomeBasedProtocol::Flushed HomeBasedProtocol::Flush() {
   });
   std::map<PageId, OwnDiffs> saved;
   std::vector<PageId> kept;  // lrc: pages whose diffs this node keeps
+  std::vector<PageId> written_at_home;
   const bool lazy = kind_ == HomeBasedKind::kLrc;
   {
     std::lock_guard state(state_mutex_);
+    written_at_home.swap(home_rewritten_);
     for (auto& [page, copy] : states_) {
       if (copy.saved.empty()) continue;
       if (lazy) {
@@ -177,7 +179,6 @@ HomeBasedProtocol::Flushed HomeBasedProtocol::Flush() {
   // 2. Diff them; the saved diffs of a page go before its new one.
   DiffBatches to_homes;
   DiffBatches home_diffs;  // update: the home's own diffs, by page's copy holders below
-  std::vector<PageId> written_at_home;
   for (auto& [page, diffs] : saved) {
     for (auto& diff : diffs) to_homes[home_of[page]].emplace_back(page, std::move(diff));
   }
@@ -296,7 +297,7 @@ HomeBasedProtocol::Flushed HomeBasedProtocol::Flush() {
   return flushed;
 }
 
-std::string HomeBasedProtocol::OnRelease(const sync::SyncObject&) {
+std::string HomeBasedProtocol::OnRelease(const sync::SyncObject& object) {
   std::uint64_t start = MonotonicNs();
   // The whole release, notices included, is one at a time: a sibling's release that finds its
   // writes already sent by this one must not encode its notices before this one has closed its
@@ -317,7 +318,9 @@ std::string HomeBasedProtocol::OnRelease(const sync::SyncObject&) {
       std::lock_guard state(state_mutex_);
       collect = kept_diff_bytes_ > settings_.lrc_diff_limit;
     }
-    payload = notices_.Encode(collect);
+    // A barrier's arrival says what this node has merged: what every node had merged before the
+    // barrier can then leave the logs (WriteNoticeLog::ForgetKnownEverywhere).
+    payload = notices_.Encode(collect, object.kind == sync::ObjectKind::kBarrier);
   }
   Counters::Add(counters_.release_ns, MonotonicNs() - start);
   return payload;

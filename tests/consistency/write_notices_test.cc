@@ -162,9 +162,15 @@ TEST(WriteNoticesTest, PagesOfSeveralWritersAndPayloadsComeOnceAndSorted) {
   EXPECT_EQ(received.senders, (std::set<int>{0, 1}));
 }
 
-// Every node arrives at a barrier with its payload; every node receives all of them at the
-// departure, so every notice is known everywhere and every log empties.
-TEST(WriteNoticesTest, ABarrierWithEveryNodesPayloadEmptiesTheLogs) {
+// A barrier's arrival as a release makes it: the notices, and what the sender has merged.
+std::string Arrival(const WriteNoticeLog& log) {
+  return log.Encode(/*collect_diffs=*/false, /*with_knowledge=*/true);
+}
+
+// Every node arrives at a barrier with its payload and receives all of them at the departure; the
+// logs drop what every node had merged before it arrived, so the notices of one barrier leave the
+// logs at the next, whether the departure carries the arrivals or their merge.
+TEST(WriteNoticesTest, TheNextBarrierWithEveryNodesPayloadEmptiesTheLogs) {
   constexpr int kNodes = 4;
   std::vector<std::unique_ptr<WriteNoticeLog>> logs;
   for (int rank = 0; rank < kNodes; ++rank)
@@ -178,11 +184,20 @@ TEST(WriteNoticesTest, ABarrierWithEveryNodesPayloadEmptiesTheLogs) {
   EXPECT_EQ(logs[2]->entries(), 3u);
 
   std::vector<std::string> arrivals;
-  for (const auto& log : logs) arrivals.push_back(log->Encode());
+  for (const auto& log : logs) arrivals.push_back(Arrival(*log));
   for (int rank = 0; rank < kNodes; ++rank) {
     WriteNoticeLog::Received received = logs[rank]->Merge(arrivals);
     EXPECT_EQ(received.senders.size(), static_cast<std::size_t>(kNodes));
     logs[rank]->ForgetKnownEverywhere(arrivals);
+    // No node had merged every other node's last interval before it arrived.
+    EXPECT_EQ(logs[rank]->entries(), 6u) << "rank " << rank;
+  }
+  std::vector<std::string> again;
+  for (const auto& log : logs) again.push_back(Arrival(*log));
+  std::vector<std::string> merged = {WriteNoticeLog::MergeEncoded(again, kNodes)};
+  for (int rank = 0; rank < kNodes; ++rank) {
+    EXPECT_TRUE(logs[rank]->Merge(merged).pages.empty());
+    EXPECT_EQ(logs[rank]->ForgetKnownEverywhere(merged), 6u) << "rank " << rank;
     EXPECT_EQ(logs[rank]->entries(), 0u) << "rank " << rank;
   }
   // The acquirer's memory of what it acted on outlives the collection; a new interval is news.
@@ -190,6 +205,36 @@ TEST(WriteNoticesTest, ABarrierWithEveryNodesPayloadEmptiesTheLogs) {
   WriteNoticeLog::Received after = Acquire(*logs[0], logs[3]->Encode());
   EXPECT_EQ(after.pages, (Pages{3}));
   EXPECT_EQ(logs[3]->entries(), 1u);
+}
+
+// A node that has left a barrier hands a lock to a thread of a node that has not yet taken the
+// barrier's departure in: the lock's payload still names what the barrier carried.
+TEST(WriteNoticesTest, ABarriersNoticesGoOnWithALockToANodeThatHasNotTakenItIn) {
+  WriteNoticeLog holder(0, 3);
+  WriteNoticeLog writer(1, 3);
+  WriteNoticeLog late(2, 3);
+  writer.Close(Pages{5});
+  std::vector<std::string> arrivals = {Arrival(holder), Arrival(writer), Arrival(late)};
+  holder.Merge(arrivals);
+  EXPECT_EQ(holder.ForgetKnownEverywhere(arrivals), 0u);
+  EXPECT_EQ(Acquire(late, holder.Encode()).pages, (Pages{5}));
+}
+
+// Payloads without knowledge (locks, semaphores, or senders that merged nothing yet) let nothing
+// go.
+TEST(WriteNoticesTest, ArrivalsThatKnowNothingLetNothingGo) {
+  WriteNoticeLog a(0, 2);
+  WriteNoticeLog b(1, 2);
+  a.Close(Pages{1});
+  Acquire(b, a.Encode());
+  b.Close(Pages{2});
+  Acquire(a, b.Encode());
+  std::vector<std::string> plain = {a.Encode(), b.Encode()};
+  EXPECT_EQ(a.ForgetKnownEverywhere(plain), 0u);
+  std::vector<std::string> one_knows = {Arrival(a), b.Encode()};
+  EXPECT_EQ(a.ForgetKnownEverywhere(one_knows), 0u);
+  std::vector<std::string> both_know = {Arrival(a), Arrival(b)};
+  EXPECT_EQ(a.ForgetKnownEverywhere(both_know), 2u);
 }
 
 TEST(WriteNoticesTest, EachNodeDropsAtTheBarrierExactlyWhatItHadNotHeardOf) {
@@ -214,7 +259,10 @@ TEST(WriteNoticesTest, AnIntervalClosedAfterTheBarrierArrivalSurvivesTheCollecti
   WriteNoticeLog b(1, 2);
   a.Close(Pages{1, 2});
   b.Close(Pages{8});
-  std::vector<std::string> arrivals = {a.Encode(), b.Encode()};
+  std::vector<std::string> first = {Arrival(a), Arrival(b)};
+  a.Merge(first);
+  b.Merge(first);
+  std::vector<std::string> arrivals = {Arrival(a), Arrival(b)};
   a.Close(Pages{2, 3});  // after the arrival: page 2 in a newer interval, page 3 new
   a.Merge(arrivals);
   a.ForgetKnownEverywhere(arrivals);

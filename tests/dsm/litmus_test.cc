@@ -261,6 +261,28 @@ std::uint64_t StatsColumnSum(const std::string& output, const std::string& colum
   return sum;
 }
 
+// The two programs that once read stale values under hlrc and lrc (programs/lazy_scenarios.h), on
+// 3 nodes under every protocol: a home that writes back the value its twin holds after another
+// node's diff landed in its memory (with one-sided access, the default here, and without), and
+// notices that a barrier carried reaching a second thread of a node that has not yet taken the
+// barrier's departure in.
+class StaleReadPrograms : public ::testing::TestWithParam<const char*> {
+ private:
+  ScopedEnv protocol_{"LMDX_PROTOCOL", GetParam()};
+};
+
+TEST_P(StaleReadPrograms, AHomesWriteBackOfItsTwinsValueReachesTheReader) {
+  ExpectVerified("home_writes_back", 3, 40);
+  ScopedEnv off("LMDX_DSM_ONE_SIDED", "off");
+  ExpectVerified("home_writes_back", 3, 10);
+}
+
+TEST_P(StaleReadPrograms, ABarriersNoticesReachASecondThreadAheadOfItsNode) {
+  ExpectVerified("notices_across_a_barrier", 3, 300);
+}
+
+INSTANTIATE_TEST_SUITE_P(Protocols, StaleReadPrograms, ::testing::ValuesIn(kProtocols));
+
 // With coherence units of 4 pages (dsm.unit), a read fault under the multiple-writer protocols
 // brings the missing pages of its unit in the same message; results stay the reference's.
 class CoherenceUnits : public ::testing::TestWithParam<const char*> {};
