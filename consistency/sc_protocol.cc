@@ -102,16 +102,23 @@ void ScProtocol::Transact(PageId page, Access wanted) {
   }
   Access before = table_.access(page);
   bool at_home = placement.home == node_.rank();
-  ScGrantDecision grant = at_home
-                              ? AcquireAtHome(page, wanted, placement.first_touch)
-                              : AcquireRemote(placement.home, page, wanted, placement.first_touch);
+  // A failed request locked nothing (or its home is lost); from its answer on, the home's entry
+  // is locked for this transaction.
+  std::optional<net::InboundMessage> reply;
+  ScGrantDecision grant;
+  if (at_home) {
+    grant = AcquireAtHome(page, wanted, placement.first_touch);
+  } else {
+    reply = RequestGrant(placement.home, page, wanted, placement.first_touch);
+  }
   try {
+    if (!at_home) grant = GrantOf(*reply, placement.home, page, wanted);
     Complete(page, before, grant);
   } catch (...) {
     // The home's entry is locked for this transaction: free it, or the page's next requester,
     // on any node, would wait for ever.
     if (at_home) {
-      if (auto next = directory_.Abort(page)) next->first(next->second);
+      for (auto& [resume, next] : directory_.Abort(page)) resume(next);
     } else {
       wire::ScPage failed;
       failed.set_page(page);
@@ -155,19 +162,30 @@ ScGrantDecision ScProtocol::AcquireAtHome(PageId page, Access wanted, bool first
                                   decision = queued;
                                   granted.Signal();
                                 });
-  if (now) return *now;
-  granted.Wait();
+  if (now) {
+    decision = *now;
+  } else {
+    granted.Wait();
+  }
+  if (!decision.lost.empty()) {
+    throw Error(LMDX_ERR_PEER_LOST, "page " + std::to_string(page) + " is gone: " + decision.lost);
+  }
   return decision;
 }
 
-ScGrantDecision ScProtocol::AcquireRemote(int home, PageId page, Access wanted, bool first_touch) {
+net::InboundMessage ScProtocol::RequestGrant(int home, PageId page, Access wanted,
+                                             bool first_touch) {
   wire::ScAcquire request;
   request.set_page(page);
   request.set_wanted(static_cast<std::uint32_t>(wanted));
   request.set_first_touch(first_touch);
   auto* landing = reinterpret_cast<std::uint8_t*>(memory_.SystemView(page));
-  net::InboundMessage reply = node_.Request(home, kScAcquire, request.SerializeAsString(), {},
-                                            landing, memory_.page_bytes());
+  return node_.Request(home, kScAcquire, request.SerializeAsString(), {}, landing,
+                       memory_.page_bytes());
+}
+
+ScGrantDecision ScProtocol::GrantOf(const net::InboundMessage& reply, int home, PageId page,
+                                    Access wanted) {
   auto answer = Parse<wire::ScGrant>(reply, "page grant");
   ScGrantDecision grant;
   grant.access = AccessFromWire(answer.access());
@@ -175,13 +193,20 @@ ScGrantDecision ScProtocol::AcquireRemote(int home, PageId page, Access wanted, 
   grant.source = answer.source();
   grant.fetch_invalidates = wanted == Access::kWrite;
   grant.invalidate.assign(answer.invalidate().begin(), answer.invalidate().end());
+  if (grant.data == GrantData::kFetch && (grant.source < 0 || grant.source >= node_.size())) {
+    throw Error(LMDX_ERR_INTERNAL, "a page grant from rank " + std::to_string(home) +
+                                       " names rank " + std::to_string(grant.source) +
+                                       " as the page's source");
+  }
   if (grant.data == GrantData::kIncluded) {
     if (reply.header.payload_length != memory_.page_bytes()) {
       throw Error(LMDX_ERR_INTERNAL, "a page grant from rank " + std::to_string(home) +
                                          " carried " + std::to_string(reply.header.payload_length) +
                                          " bytes instead of a page");
     }
-    if (!reply.payload_placed) std::memcpy(landing, reply.payload, memory_.page_bytes());
+    if (!reply.payload_placed) {
+      std::memcpy(memory_.SystemView(page), reply.payload, memory_.page_bytes());
+    }
     Counters::Add(counters_.pages_fetched);
     Counters::Add(counters_.bytes_fetched, memory_.page_bytes());
   }
@@ -237,7 +262,7 @@ void ScProtocol::Install(PageId page, Access access) {
 }
 
 void ScProtocol::ReleaseAtHome(PageId page) {
-  if (auto next = directory_.Release(page)) next->first(next->second);
+  for (auto& [resume, next] : directory_.Release(page)) resume(next);
 }
 
 // ---- Explicit access -----------------------------------------------------------------------
@@ -296,6 +321,11 @@ net::Payload ScProtocol::PagePayload(PageId page) {
 }
 
 void ScProtocol::Answer(const net::ReplyTo& to, PageId page, const ScGrantDecision& grant) {
+  if (!grant.lost.empty()) {
+    node_.ReplyError(to, LMDX_ERR_PEER_LOST,
+                     "page " + std::to_string(page) + " is gone: " + grant.lost);
+    return;
+  }
   if (grant.home_change) LowerAccess(page, *grant.home_change);
   wire::ScGrant answer;
   answer.set_access(static_cast<std::uint32_t>(grant.access));
@@ -312,6 +342,11 @@ void ScProtocol::RegisterHandlers(net::Node& node) {
   net::SetMessageTypeName(kScFetch, "sc-fetch");
   net::SetMessageTypeName(kScInvalidate, "sc-invalidate");
   net::SetMessageTypeName(kScDone, "sc-done");
+  // A node lost between a grant and its done would leave the page locked for ever, and one left
+  // in a copyset would fail every later write of the page (it cannot be invalidated).
+  node.AddPeerLostObserver([this](int rank, const std::string&) {
+    for (auto& [resume, next] : directory_.ForgetNode(rank)) resume(next);
+  });
   node.Handle(kScAcquire, [this](net::InboundMessage& message, const net::ReplyTo* to) {
     if (to == nullptr) return;
     auto request = Parse<wire::ScAcquire>(message, "page request");
@@ -326,7 +361,7 @@ void ScProtocol::RegisterHandlers(net::Node& node) {
   node.Handle(kScDone, [this](net::InboundMessage& message, const net::ReplyTo*) {
     auto done = Parse<wire::ScPage>(message, "page release");
     if (done.failed()) {
-      if (auto next = directory_.Abort(done.page())) next->first(next->second);
+      for (auto& [resume, next] : directory_.Abort(done.page())) resume(next);
     } else {
       ReleaseAtHome(done.page());
     }

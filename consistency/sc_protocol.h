@@ -37,7 +37,11 @@ class ScProtocol final : public Protocol {
   // The requester's part of a granted transaction: fetch, invalidate, install.
   void Complete(PageId page, Access before, const internal::ScGrantDecision& grant);
   internal::ScGrantDecision AcquireAtHome(PageId page, Access wanted, bool first_touch);
-  internal::ScGrantDecision AcquireRemote(int home, PageId page, Access wanted, bool first_touch);
+  // Asks the home for the page; from the answer on, the home's entry is locked for this node.
+  net::InboundMessage RequestGrant(int home, PageId page, Access wanted, bool first_touch);
+  // The grant an answer carries (the page too, when included); throws on a malformed answer.
+  internal::ScGrantDecision GrantOf(const net::InboundMessage& reply, int home, PageId page,
+                                    Access wanted);
   void FetchFrom(int source, PageId page, bool invalidate);
   void InvalidateCopies(PageId page, const std::vector<int>& nodes);
   void Install(PageId page, Access access);

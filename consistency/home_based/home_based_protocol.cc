@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "base/error.h"
 #include "consistency/home_based/home_based.pb.h"
 #include "consistency/home_based/internal/message_types.h"
+#include "consistency/home_based/internal/open_pause.h"
 
 namespace lmdx::consistency {
 
@@ -24,7 +26,8 @@ HomeBasedProtocol::HomeBasedProtocol(HomeBasedKind kind, int type_base, net::Nod
       settings_(settings),
       notices_(node.rank(), node.size()),
       batches_sent_(node.size(), 0),
-      batches_applied_(node.size(), 0) {}
+      batches_applied_(node.size(), 0),
+      open_pause_(internal::OpenPauseFromEnvironment()) {}
 
 const char* HomeBasedProtocol::name() const {
   switch (kind_) {
@@ -444,6 +447,7 @@ void HomeBasedProtocol::WithPage(PageId page, Access access,
 }
 
 void HomeBasedProtocol::OpenFreshPages(PageId first, std::uint64_t count) {
+  std::lock_guard opening(opening_mutex_);
   std::vector<PageId> opened;
   for (PageId page = first; page < first + count; ++page) {
     std::lock_guard lock(table_.StripeMutex(page));
@@ -455,6 +459,7 @@ void HomeBasedProtocol::OpenFreshPages(PageId first, std::uint64_t count) {
     opened.push_back(page);
   }
   ProtectPages(opened, Access::kWrite);
+  if (open_pause_.count() > 0 && !opened.empty()) std::this_thread::sleep_for(open_pause_);
   for (PageId page : opened) {
     std::lock_guard lock(table_.StripeMutex(page));
     // A copy fetched in between made the page shared: the home's writes must fault again.

@@ -30,6 +30,7 @@
 #ifndef LMDX_CONSISTENCY_HOME_BASED_HOME_BASED_PROTOCOL_H_
 #define LMDX_CONSISTENCY_HOME_BASED_HOME_BASED_PROTOCOL_H_
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -246,6 +247,11 @@ class HomeBasedProtocol final : public Protocol {
   std::optional<Gathered> gathered_;
   std::map<std::string, std::uint64_t, std::less<>> collected_round_;  // per barrier, handled
   std::mutex flush_mutex_;  // one release of this node at a time
+  // Held while fresh pages are open for writing but still held by their opening: a fetch served
+  // then could copy a page before a sibling thread's write that no twin or notice would record,
+  // so fetches wait for it (OpenFreshPages is a few protection changes, never a message).
+  std::mutex opening_mutex_;
+  std::chrono::milliseconds open_pause_;  // LMDX_DSM_FAULTS, for tests (internal/open_pause.h)
   // One acquire of this node at a time: a thread whose acquire brings notices another thread of
   // the node has just taken must not go on before that thread has dropped the pages they name.
   std::mutex acquire_mutex_;

@@ -69,6 +69,9 @@ void HomeBasedProtocol::ServeFetch(net::InboundMessage& message, const net::Repl
   wire::HbFetched fetched;
   fetched.set_applied_batch(batches_applied_[message.header.source]);
   auto contents = std::make_shared<std::vector<std::byte>>(request.pages_size() * page_bytes);
+  // Not in the middle of an opening of fresh pages (opening_mutex_): a page served now is either
+  // not open yet, or open and downgraded below before it is copied.
+  std::lock_guard opening(opening_mutex_);
   for (int i = 0; i < request.pages_size(); ++i) {
     PageId page = request.pages(i);
     if (page >= table_.page_count()) {

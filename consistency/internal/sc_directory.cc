@@ -1,6 +1,8 @@
 #include "consistency/internal/sc_directory.h"
 
 #include <algorithm>
+#include <iterator>
+#include <string>
 
 namespace lmdx::consistency::internal {
 
@@ -26,37 +28,102 @@ std::optional<ScGrantDecision> ScDirectory::Acquire(PageId page, const Request& 
     entry.queue.emplace_back(request, std::move(resume));
     return std::nullopt;
   }
-  entry.locked = true;
-  return Decide(entry, request);
+  ScGrantDecision decision = Decide(entry, request);
+  if (decision.lost.empty()) {
+    entry.locked = true;
+    entry.holder = request.requester;
+  }
+  return decision;
 }
 
-std::optional<ScDirectory::Resumption> ScDirectory::Release(PageId page) {
+std::vector<ScDirectory::Resumption> ScDirectory::Release(PageId page) {
   Shard& shard = ShardOf(page);
   std::lock_guard lock(shard.mutex);
   auto it = shard.entries.find(page);
-  if (it == shard.entries.end()) return std::nullopt;
+  if (it == shard.entries.end()) return {};
   return Next(it->second);
 }
 
-std::optional<ScDirectory::Resumption> ScDirectory::Abort(PageId page) {
+std::vector<ScDirectory::Resumption> ScDirectory::Abort(PageId page) {
   Shard& shard = ShardOf(page);
   std::lock_guard lock(shard.mutex);
   auto it = shard.entries.find(page);
-  if (it == shard.entries.end() || !it->second.locked) return std::nullopt;
-  Entry& entry = it->second;
-  entry.owner = entry.owner_before;
-  entry.copyset = entry.copyset_before;
-  return Next(entry);
+  if (it == shard.entries.end() || !it->second.locked) return {};
+  Restore(it->second);
+  return Next(it->second);
 }
 
-std::optional<ScDirectory::Resumption> ScDirectory::Next(Entry& entry) {
-  if (entry.queue.empty()) {
-    entry.locked = false;
-    return std::nullopt;
+void ScDirectory::Restore(Entry& entry) {
+  entry.owner = entry.owner_before;
+  entry.copyset = entry.copyset_before;
+  LeaveOutLost(entry.copyset, entry.owner, entry.lost_from);
+}
+
+void ScDirectory::LeaveOutLost(std::vector<bool>& copyset, int& owner, int& lost_from) const {
+  std::lock_guard lock(lost_mutex_);
+  for (std::size_t node = 0; node < copyset.size(); ++node) {
+    if (lost_[node]) copyset[node] = false;
   }
-  auto [request, resume] = std::move(entry.queue.front());
-  entry.queue.pop_front();
-  return Resumption{std::move(resume), Decide(entry, request)};
+  if (owner < 0 || !lost_[static_cast<std::size_t>(owner)]) return;
+  // The owner's copy is gone: another copy (read-only, but the same bytes) takes its place, the
+  // home's first; without one, the page's contents are gone.
+  lost_from = owner;
+  owner = kLostOwner;
+  if (copyset[static_cast<std::size_t>(self_)]) {
+    owner = self_;
+    return;
+  }
+  for (std::size_t node = 0; node < copyset.size(); ++node) {
+    if (copyset[node]) {
+      owner = static_cast<int>(node);
+      return;
+    }
+  }
+}
+
+std::vector<ScDirectory::Resumption> ScDirectory::Next(Entry& entry) {
+  std::vector<Resumption> ready;
+  while (!entry.queue.empty()) {
+    auto [request, resume] = std::move(entry.queue.front());
+    entry.queue.pop_front();
+    ScGrantDecision decision = Decide(entry, request);
+    const bool granted = decision.lost.empty();
+    ready.emplace_back(std::move(resume), std::move(decision));
+    if (granted) {
+      entry.holder = request.requester;
+      return ready;
+    }
+  }
+  entry.locked = false;
+  entry.holder = -1;
+  return ready;
+}
+
+std::vector<ScDirectory::Resumption> ScDirectory::ForgetNode(int node) {
+  if (node < 0 || node >= size_) return {};
+  {
+    std::lock_guard lock(lost_mutex_);
+    lost_[static_cast<std::size_t>(node)] = true;
+  }
+  std::vector<Resumption> ready;
+  for (Shard& shard : shards_) {
+    std::lock_guard lock(shard.mutex);
+    for (auto& [page, entry] : shard.entries) {
+      std::erase_if(entry.queue,
+                    [node](const auto& queued) { return queued.first.requester == node; });
+      if (entry.locked && entry.holder == node) {
+        // Granted, never done: what the lost node was told changes nothing elsewhere.
+        Restore(entry);
+        std::vector<Resumption> next = Next(entry);
+        std::move(next.begin(), next.end(), std::back_inserter(ready));
+        continue;
+      }
+      LeaveOutLost(entry.copyset, entry.owner, entry.lost_from);
+      int lost_before = -1;
+      LeaveOutLost(entry.copyset_before, entry.owner_before, lost_before);
+    }
+  }
+  return ready;
 }
 
 bool ScDirectory::ClaimFresh(PageId page) {
@@ -65,13 +132,19 @@ bool ScDirectory::ClaimFresh(PageId page) {
   if (shard.entries.contains(page)) return false;
   Entry& entry = EntryFor(shard, page, /*first_touch=*/false);
   entry.locked = true;
+  entry.holder = self_;
   return true;
 }
 
 ScGrantDecision ScDirectory::Decide(Entry& entry, const Request& request) {
+  ScGrantDecision grant;
+  if (entry.owner == kLostOwner) {
+    grant.lost =
+        "its only copy was on rank " + std::to_string(entry.lost_from) + ", which was lost";
+    return grant;
+  }
   entry.owner_before = entry.owner;
   entry.copyset_before = entry.copyset;
-  ScGrantDecision grant;
   auto r = static_cast<std::size_t>(request.requester);
   auto self = static_cast<std::size_t>(self_);
   if (entry.owner < 0) {

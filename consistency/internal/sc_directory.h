@@ -33,6 +33,9 @@ struct ScGrantDecision {
   // The home's own copy must drop to this access before the answer leaves (the home serves
   // kIncluded from its own copy and invalidates or downgrades it inline).
   std::optional<Access> home_change;
+  // Not empty: no grant. The page's only copy was on a node that was lost; the requester fails
+  // with this text, and the page stays locked by nobody.
+  std::string lost;
 };
 
 class ScDirectory {
@@ -46,25 +49,36 @@ class ScDirectory {
   using Resume = std::function<void(const ScGrantDecision&)>;
   using Resumption = std::pair<Resume, ScGrantDecision>;
 
-  ScDirectory(int self, int size) : self_(self), size_(size) {}
+  ScDirectory(int self, int size)
+      : self_(self), size_(size), lost_(static_cast<std::size_t>(size), false) {}
 
   // Locks the page for request and decides, or queues resume when the page is locked.
   std::optional<ScGrantDecision> Acquire(PageId page, const Request& request, Resume resume);
-  // The transaction on page is over. Returns the next queued request, already decided, to run.
-  std::optional<Resumption> Release(PageId page);
+  // The transaction on page is over. Returns the next queued requests, already decided, to run:
+  // one that was granted, after any that were refused (see ScGrantDecision::lost).
+  std::vector<Resumption> Release(PageId page);
   // The transaction on page failed before the requester installed the page (a node it had to
   // fetch from or invalidate was lost): the entry goes back to what it was before the grant, which
-  // is what every node still holds, and the page is free for the next request (returned, decided).
-  std::optional<Resumption> Abort(PageId page);
+  // is what every node still holds (less the nodes that were lost), and the page is free for the
+  // next request (returned, decided).
+  std::vector<Resumption> Abort(PageId page);
   // Creates the entry of a page nobody has touched, owned by this node and locked; false if the
   // page already has an entry. Release it once the page is open.
   bool ClaimFresh(PageId page);
+  // A node was lost: it leaves every copyset (now and in what an abort restores), its queued
+  // requests go, a transaction it had been granted is aborted, and a page it owned passes to a
+  // node that still holds a copy, or is marked lost when none does. Returns the requests that
+  // may now run, decided.
+  std::vector<Resumption> ForgetNode(int node);
 
  private:
+  static constexpr int kLostOwner = -2;
   struct Entry {
-    int owner = -1;             // -1: a first-touch page nobody touched
+    int owner = -1;             // -1: a first-touch page nobody touched; kLostOwner: see lost
     std::vector<bool> copyset;  // nodes holding a valid copy
     bool locked = false;
+    int holder = -1;     // the requester of the transaction under way
+    int lost_from = -1;  // kLostOwner: the node that held the only copy
     // Owner and copyset before the grant under way, for Abort.
     int owner_before = -1;
     std::vector<bool> copyset_before;
@@ -78,11 +92,18 @@ class ScDirectory {
   Shard& ShardOf(PageId page) { return shards_[page % shards_.size()]; }
   Entry& EntryFor(Shard& shard, PageId page, bool first_touch);
   ScGrantDecision Decide(Entry& entry, const Request& request);
-  // Unlocks the entry, or decides for the first queued request; the shard's mutex is held.
-  std::optional<Resumption> Next(Entry& entry);
+  // Unlocks the entry, or decides for queued requests until one is granted; the shard's mutex is
+  // held.
+  std::vector<Resumption> Next(Entry& entry);
+  // Puts back the owner and copyset from before the grant under way, without lost nodes.
+  void Restore(Entry& entry);
+  // Drops lost nodes from the copyset; an owner that was lost passes to a copy holder.
+  void LeaveOutLost(std::vector<bool>& copyset, int& owner, int& lost_from) const;
 
   int self_;
   int size_;
+  std::vector<bool> lost_;  // by node; guarded by lost_mutex_
+  mutable std::mutex lost_mutex_;
   std::array<Shard, 64> shards_;
 };
 
