@@ -43,6 +43,8 @@ struct Counters {
   Counter diffs_discarded{0};  // this node's diffs dropped by a garbage collection
   Counter kept_diff_peak{0};   // the most bytes of diffs this node kept at once
   Counter homes_taken{0};      // first-touch pages this node became the home of
+  Counter home_updates_sent{0};     // fetched copies this node told their homes about
+  Counter home_updates_applied{0};  // such copies this node, their home, took in
   Counter release_ns{0};       // time in the protocol at releases
   Counter acquire_ns{0};       // time in the protocol at acquires
 

@@ -350,8 +350,9 @@ void HomeBasedProtocol::FetchAndInstall(const Batches& by_home) {
   }
   // lrc: the diffs the home's copies lack, from their writers, and this node's own.
   std::map<PageId, std::vector<DiffToApply>> lazy_diffs;
+  std::map<PageId, Version> versions;  // lrc: what each home copy held when served
+  std::map<PageId, Version> covered;   // lrc: and what it holds with lazy_diffs applied
   if (lazy) {
-    std::map<PageId, Version> versions;
     for (Fetch& fetch : fetches) {
       if (!fetch.got) continue;
       for (std::size_t i = 0; i < fetch.pages.size(); ++i) {
@@ -363,7 +364,7 @@ void HomeBasedProtocol::FetchAndInstall(const Batches& by_home) {
       }
     }
     try {
-      auto missing = MissingDiffs(versions);
+      auto missing = MissingDiffs(versions, &covered);
       // A writer discarded diffs after the home answered: the pages stay without access, and
       // the next touch fetches them again from the home, which has those diffs by then.
       if (!missing) {
@@ -379,6 +380,7 @@ void HomeBasedProtocol::FetchAndInstall(const Batches& by_home) {
   // Contents first, then one protection change per run of pages, then the access: the pages
   // stay busy throughout, so no thread of this node sees a page before it is whole.
   std::vector<PageId> opened;
+  std::map<PageId, std::vector<std::byte>> served_lacking;  // lrc: copies that lacked many diffs
   for (Fetch& fetch : fetches) {
     const wire::HbFetched& fetched = fetch.fetched;
     for (std::size_t i = 0; i < fetch.pages.size(); ++i) {
@@ -400,6 +402,10 @@ void HomeBasedProtocol::FetchAndInstall(const Batches& by_home) {
         if (own->batch == 0 || own->batch > fetched.applied_batch()) {
           ApplyDiff(own->bytes, memory_.SystemView(page), page_bytes);
         }
+      }
+      if (lazy && lazy_diffs[page].size() >= kHomeUpdateDiffs) {
+        const std::byte* served = fetch.staging.data() + i * page_bytes;
+        served_lacking.emplace(page, std::vector<std::byte>(served, served + page_bytes));
       }
       if (lazy) {
         for (const DiffToApply& diff : lazy_diffs[page]) {
@@ -427,6 +433,7 @@ void HomeBasedProtocol::FetchAndInstall(const Batches& by_home) {
       if (table_.busy(page)) EndTransition(page, Access::kNone);
     }
   }
+  if (!served_lacking.empty()) UpdateHomes(served_lacking, versions, lazy_diffs, covered);
   if (failure) throw *failure;
 }
 

@@ -113,6 +113,8 @@ class HomeBasedProtocol final : public Protocol {
     int quiet_releases = 0;  // releases since the kept-writable page last changed
   };
   static constexpr int kQuietReleasesKept = 2;
+  // lrc: a fetched copy that lacked at least this many diffs is described to its home.
+  static constexpr std::size_t kHomeUpdateDiffs = 4;
   using Batches = std::map<int, std::vector<PageId>>;  // destination -> pages
 
   // ---- faults and fetches (home_based_protocol.cc)
@@ -175,10 +177,19 @@ class HomeBasedProtocol final : public Protocol {
   void KeepDiff(PageId page, Diff diff);         // caller holds state_mutex_
   void NumberKeptDiffs(std::uint64_t interval);  // the release's interval
   // The diffs a copy of each page holding `versions` lacks: other writers' (fetched from them,
-  // one request per writer), then this node's own. Empty optional: a writer discarded some of
-  // them, and the page must be fetched again.
+  // one request per writer and more when an answer stops at its bound), then this node's own.
+  // Empty optional: a writer discarded some of them, and the page must be fetched again. With
+  // covered, also what each copy holds once they are applied (this node's unnumbered diffs
+  // aside).
   std::optional<std::map<PageId, std::vector<DiffToApply>>> MissingDiffs(
-      const std::map<PageId, Version>& versions);
+      const std::map<PageId, Version>& versions, std::map<PageId, Version>* covered = nullptr);
+  // lrc: tells the homes of pages just fetched, whose copies lacked many diffs, what the copy
+  // holds now (one merged diff per page), so that the next fetch gathers few.
+  void UpdateHomes(const std::map<PageId, std::vector<std::byte>>& served,
+                   const std::map<PageId, Version>& served_versions,
+                   const std::map<PageId, std::vector<DiffToApply>>& applied,
+                   const std::map<PageId, Version>& covered);
+  void ServeHomeUpdate(net::InboundMessage& message);
   void AppendOwnDiffs(PageId page, const Version& version, std::vector<DiffToApply>& out);
   // lrc at a home: applies to its own copies of pages (held by the caller) what they lack.
   void BringHomePagesUpToDate(const std::vector<PageId>& pages);

@@ -17,6 +17,10 @@ namespace {
 // This node's diffs whose release has not closed yet go after every numbered one.
 constexpr std::uint64_t kUnnumbered = std::numeric_limits<std::uint64_t>::max();
 
+// The bounds of one answer to a diff request: far below the wire's 16 MiB body.
+constexpr int kMaxDiffsAnswered = 1 << 16;
+constexpr std::size_t kMaxDiffBytesAnswered = std::size_t{4} << 20;
+
 std::uint64_t HeldOf(const std::map<int, std::uint64_t>& version, int writer) {
   auto found = version.find(writer);
   return found == version.end() ? 0 : found->second;
@@ -63,7 +67,8 @@ void HomeBasedProtocol::AppendOwnDiffs(PageId page, const Version& version,
 }
 
 std::optional<std::map<PageId, std::vector<HomeBasedProtocol::DiffToApply>>>
-HomeBasedProtocol::MissingDiffs(const std::map<PageId, Version>& versions) {
+HomeBasedProtocol::MissingDiffs(const std::map<PageId, Version>& versions,
+                                std::map<PageId, Version>* covered) {
   const int self = node_.rank();
   std::map<PageId, int> home_of;
   for (const auto& entry : versions) home_of[entry.first] = HomeOf(entry.first);
@@ -71,6 +76,7 @@ HomeBasedProtocol::MissingDiffs(const std::map<PageId, Version>& versions) {
   {
     std::lock_guard state(state_mutex_);
     for (const auto& [page, version] : versions) {
+      if (covered != nullptr) (*covered)[page] = version;
       auto required = required_.find(page);
       if (required == required_.end()) continue;
       for (const auto& [writer, newest] : required->second) {
@@ -82,50 +88,67 @@ HomeBasedProtocol::MissingDiffs(const std::map<PageId, Version>& versions) {
         ask.add_pages(page);
         ask.add_after(held);
         ask.add_upto(newest);
+        if (covered != nullptr) (*covered)[page][writer] = newest;
       }
-    }
-  }
-  std::map<int, std::unique_ptr<net::Node::PendingRequest>> pending;
-  std::optional<Error> failure;
-  for (const auto& [writer, ask] : wanted) {
-    try {
-      pending[writer] = node_.StartRequest(writer, Type(kDiffs), ask.SerializeAsString());
-    } catch (const Error& error) {
-      if (!failure) failure = error;
     }
   }
   std::map<PageId, std::vector<DiffToApply>> missing;
   bool gone = false;
-  // Every request is awaited, even after one failed: the node refers to them until answered.
-  for (auto& [writer, request] : pending) {
-    try {
-      net::InboundMessage reply = node_.Await(*request);
-      wire::LazyDiffs diffs;
-      if (!diffs.ParseFromString(reply.body) || diffs.pages_size() != diffs.intervals_size() ||
-          diffs.pages_size() != diffs.lengths_size()) {
-        throw Error(LMDX_ERR_INTERNAL,
-                    "a malformed answer to a diff request from rank " + std::to_string(writer));
+  // An answer's size is bounded: a writer that stopped early is asked again for the rest.
+  while (!wanted.empty()) {
+    std::map<int, std::unique_ptr<net::Node::PendingRequest>> pending;
+    std::optional<Error> failure;
+    for (const auto& [writer, ask] : wanted) {
+      try {
+        pending[writer] = node_.StartRequest(writer, Type(kDiffs), ask.SerializeAsString());
+      } catch (const Error& error) {
+        if (!failure) failure = error;
       }
-      gone = gone || diffs.gone();
-      std::uint64_t at = 0;
-      const std::uint64_t length = reply.header.payload_length;
-      for (int i = 0; i < diffs.pages_size(); ++i) {
-        if (versions.count(diffs.pages(i)) == 0 || diffs.lengths(i) > length - at) {
-          throw Error(LMDX_ERR_INTERNAL, "rank " + std::to_string(writer) +
-                                             " answered a diff request with diffs not asked for");
-        }
-        const std::uint8_t* bytes = reply.payload + at;
-        missing[diffs.pages(i)].push_back(
-            {diffs.intervals(i), writer,
-             std::vector<std::uint8_t>(bytes, bytes + diffs.lengths(i))});
-        at += diffs.lengths(i);
-      }
-      Counters::Add(counters_.diffs_fetched, static_cast<std::uint64_t>(diffs.pages_size()));
-    } catch (const Error& error) {
-      if (!failure) failure = error;
     }
+    std::map<int, wire::LazyDiffsWanted> rest;
+    // Every request is awaited, even after one failed: the node refers to them until answered.
+    for (auto& [writer, request] : pending) {
+      try {
+        net::InboundMessage reply = node_.Await(*request);
+        const wire::LazyDiffsWanted& asked = wanted[writer];
+        wire::LazyDiffs diffs;
+        if (!diffs.ParseFromString(reply.body) || diffs.pages_size() != diffs.intervals_size() ||
+            diffs.pages_size() != diffs.lengths_size() ||
+            (diffs.truncated() && static_cast<int>(diffs.resume_at()) >= asked.pages_size())) {
+          throw Error(LMDX_ERR_INTERNAL,
+                      "a malformed answer to a diff request from rank " + std::to_string(writer));
+        }
+        gone = gone || diffs.gone();
+        std::uint64_t at = 0;
+        const std::uint64_t length = reply.header.payload_length;
+        for (int i = 0; i < diffs.pages_size(); ++i) {
+          if (versions.count(diffs.pages(i)) == 0 || diffs.lengths(i) > length - at) {
+            throw Error(LMDX_ERR_INTERNAL, "rank " + std::to_string(writer) +
+                                               " answered a diff request with diffs not asked for");
+          }
+          const std::uint8_t* bytes = reply.payload + at;
+          missing[diffs.pages(i)].push_back(
+              {diffs.intervals(i), writer,
+               std::vector<std::uint8_t>(bytes, bytes + diffs.lengths(i))});
+          at += diffs.lengths(i);
+        }
+        Counters::Add(counters_.diffs_fetched, static_cast<std::uint64_t>(diffs.pages_size()));
+        if (diffs.truncated()) {
+          wire::LazyDiffsWanted& again = rest[writer];
+          for (int i = static_cast<int>(diffs.resume_at()); i < asked.pages_size(); ++i) {
+            again.add_pages(asked.pages(i));
+            again.add_after(i == static_cast<int>(diffs.resume_at()) ? diffs.resume_after()
+                                                                     : asked.after(i));
+            again.add_upto(asked.upto(i));
+          }
+        }
+      } catch (const Error& error) {
+        if (!failure) failure = error;
+      }
+    }
+    if (failure) throw *failure;
+    wanted = std::move(rest);
   }
-  if (failure) throw *failure;
   if (gone) return std::nullopt;
   std::lock_guard state(state_mutex_);
   for (const auto& [page, version] : versions) {
@@ -136,6 +159,12 @@ HomeBasedProtocol::MissingDiffs(const std::map<PageId, Version>& versions) {
     std::stable_sort(diffs.begin(), diffs.end(), [](const DiffToApply& a, const DiffToApply& b) {
       return a.interval != b.interval ? a.interval < b.interval : a.writer < b.writer;
     });
+    if (covered == nullptr) continue;
+    for (const DiffToApply& diff : diffs) {
+      if (diff.writer != self || diff.interval == kUnnumbered) continue;
+      std::uint64_t& held = (*covered)[page][self];
+      held = std::max(held, diff.interval);
+    }
   }
   return missing;
 }
@@ -277,7 +306,7 @@ void HomeBasedProtocol::ServeLazyDiffs(net::InboundMessage& message, const net::
   auto payload = std::make_shared<std::vector<std::uint8_t>>();
   {
     std::lock_guard state(state_mutex_);
-    for (int i = 0; i < wanted.pages_size(); ++i) {
+    for (int i = 0; i < wanted.pages_size() && !answer.truncated(); ++i) {
       const PageId page = wanted.pages(i);
       if (auto mark = discarded_upto_.find(page);
           mark != discarded_upto_.end() && wanted.after(i) < mark->second) {
@@ -285,15 +314,27 @@ void HomeBasedProtocol::ServeLazyDiffs(net::InboundMessage& message, const net::
       }
       auto kept = kept_diffs_.find(page);
       if (kept == kept_diffs_.end()) continue;
+      std::uint64_t last = wanted.after(i);
       for (const KeptDiff& diff : kept->second) {
         if (diff.interval == 0 || diff.interval <= wanted.after(i) ||
             diff.interval > wanted.upto(i)) {
           continue;
         }
+        // A lock-only program keeps diffs without bound: the answer stops at its bound, and the
+        // asker asks again from here.
+        if (answer.pages_size() > 0 &&
+            (answer.pages_size() >= kMaxDiffsAnswered ||
+             payload->size() + diff.bytes.size() > kMaxDiffBytesAnswered)) {
+          answer.set_truncated(true);
+          answer.set_resume_at(static_cast<std::uint32_t>(i));
+          answer.set_resume_after(last);
+          break;
+        }
         answer.add_pages(page);
         answer.add_intervals(diff.interval);
         answer.add_lengths(static_cast<std::uint32_t>(diff.bytes.size()));
         payload->insert(payload->end(), diff.bytes.begin(), diff.bytes.end());
+        last = diff.interval;
       }
     }
   }

@@ -152,10 +152,12 @@ void HomeBasedProtocol::ServeUpdate(net::InboundMessage& message, const net::Rep
 void HomeBasedProtocol::RegisterHandlers(net::Node& node) {
   // The names are kept by pointer, so they are literals.
   static constexpr const char* kNames[4][internal::kTypesPerProtocol] = {
-      {"update-fetch", "update-diffs", "update-invalidate", "update-update", "update-home"},
-      {"rc-fetch", "rc-diffs", "rc-invalidate", "rc-update", "rc-home"},
-      {"hlrc-fetch", "hlrc-diffs", "hlrc-invalidate", "hlrc-update", "hlrc-home"},
-      {"lrc-fetch", "lrc-diffs", "lrc-invalidate", "lrc-update", "lrc-home"}};
+      {"update-fetch", "update-diffs", "update-invalidate", "update-update", "update-home",
+       "update-home-update"},
+      {"rc-fetch", "rc-diffs", "rc-invalidate", "rc-update", "rc-home", "rc-home-update"},
+      {"hlrc-fetch", "hlrc-diffs", "hlrc-invalidate", "hlrc-update", "hlrc-home",
+       "hlrc-home-update"},
+      {"lrc-fetch", "lrc-diffs", "lrc-invalidate", "lrc-update", "lrc-home", "lrc-home-update"}};
   for (int offset = 0; offset < internal::kTypesPerProtocol; ++offset) {
     net::SetMessageTypeName(Type(offset), kNames[static_cast<int>(kind_)][offset]);
   }
@@ -192,6 +194,10 @@ void HomeBasedProtocol::RegisterHandlers(net::Node& node) {
   node.Handle(Type(kUpdate), [this](net::InboundMessage& message, const net::ReplyTo* to) {
     if (to != nullptr) ServeUpdate(message, *to);
   });
+  node.Handle(Type(internal::kHomeUpdate),
+              [this](net::InboundMessage& message, const net::ReplyTo*) {
+                if (kind_ == HomeBasedKind::kLrc) ServeHomeUpdate(message);
+              });
 }
 
 }  // namespace lmdx::consistency

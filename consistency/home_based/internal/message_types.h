@@ -9,7 +9,8 @@ constexpr int kDiffs = 1;       // to a home: a release's diffs; the reply names
 constexpr int kInvalidate = 2;  // rc, to a copy holder: drop these pages
 constexpr int kUpdate = 3;      // update, to a copy holder: apply these diffs
 constexpr int kHomeClaim = 4;   // to a first-touch page's manager: whose page is it (or mine)?
-constexpr int kTypesPerProtocol = 5;
+constexpr int kHomeUpdate = 5;  // lrc, one-way to a home: a fetched copy brought up to date
+constexpr int kTypesPerProtocol = 6;
 
 }  // namespace lmdx::consistency::internal
 
