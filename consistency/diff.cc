@@ -1,5 +1,7 @@
 #include "consistency/diff.h"
 
+#include <algorithm>
+
 #include <cstring>
 #include <string>
 
@@ -72,6 +74,32 @@ std::size_t AppendDiff(const std::byte* twin, const std::byte* page, std::size_t
     out.insert(out.end(), changed, changed + length);
   }
   return out.size() - start_size;
+}
+
+std::size_t AppendMarkedRuns(const std::byte* page, const std::vector<bool>& marked, Diff& out) {
+  const std::size_t start_size = out.size();
+  const std::size_t bytes = marked.size();
+  std::size_t at = 0;
+  while (at < bytes) {
+    while (at < bytes && !marked[at]) ++at;
+    if (at == bytes) break;
+    const std::size_t run_start = at;
+    while (at < bytes && marked[at]) ++at;
+    const auto length = static_cast<std::uint32_t>(at - run_start);
+    PutU32(out, static_cast<std::uint32_t>(run_start));
+    PutU32(out, length);
+    const auto* run = reinterpret_cast<const std::uint8_t*>(page + run_start);
+    out.insert(out.end(), run, run + length);
+  }
+  return out.size() - start_size;
+}
+
+void MarkDiffBytes(std::span<const std::uint8_t> diff, std::vector<bool>& marked) {
+  ForEachDiffRun(diff, marked.size(),
+                 [&marked](std::size_t offset, std::size_t length, const std::uint8_t*) {
+                   std::fill(marked.begin() + static_cast<std::ptrdiff_t>(offset),
+                             marked.begin() + static_cast<std::ptrdiff_t>(offset + length), true);
+                 });
 }
 
 void ApplyDiff(std::span<const std::uint8_t> diff, std::byte* page, std::size_t bytes) {

@@ -24,6 +24,14 @@ using Diff = std::vector<std::uint8_t>;
 // number of encoded bytes appended (0 when the page did not change).
 std::size_t AppendDiff(const std::byte* twin, const std::byte* page, std::size_t bytes, Diff& out);
 
+// Appends to `out` runs of `page` over every byte `marked` says (marked.size() == bytes), whatever
+// the bytes hold: the result sets those bytes as page has them, even where another copy already
+// agrees, which a diff against a twin would leave out. Returns the encoded bytes appended.
+std::size_t AppendMarkedRuns(const std::byte* page, const std::vector<bool>& marked, Diff& out);
+
+// Marks in `marked` (bytes long) every byte an encoded diff writes. Throws as ApplyDiff.
+void MarkDiffBytes(std::span<const std::uint8_t> diff, std::vector<bool>& marked);
+
 // Writes the runs of an encoded diff into `page` (and nothing else). Throws lmdx::Error when the
 // encoding is malformed or reaches past `bytes` (a diff is checked before any byte is written).
 void ApplyDiff(std::span<const std::uint8_t> diff, std::byte* page, std::size_t bytes);

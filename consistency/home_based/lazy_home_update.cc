@@ -59,15 +59,21 @@ void HomeBasedProtocol::UpdateHomes(const std::map<PageId, std::vector<std::byte
     const int home = KnownHomeOf(page);
     if (home < 0 || home == node_.rank()) continue;
     // The served copy with every numbered diff applied, in the order the fetch applied them
-    // (this node's unnumbered writes, the newest of all, stay out: no release has closed them).
+    // (this node's unnumbered writes, the newest of all, stay out: no release has closed them),
+    // sent as runs over every byte those diffs wrote, even one that ends as the served copy had
+    // it: the home may have written such a byte itself since it served the copy, and a diff that
+    // wrote it is newer than that write (else the home would have taken the diff in first, and
+    // its copy would no longer hold what it served).
     std::memcpy(now.data(), image.data(), page_bytes);
+    std::vector<bool> written(page_bytes, false);
     for (const DiffToApply& diff : applied.at(page)) {
       if (diff.interval != std::numeric_limits<std::uint64_t>::max()) {
         ApplyDiff(diff.bytes, now.data(), page_bytes);
+        MarkDiffBytes(diff.bytes, written);
       }
     }
     Diff merged;
-    AppendDiff(image.data(), now.data(), page_bytes, merged);
+    AppendMarkedRuns(now.data(), written, merged);
     ToHome& to = by_home[home];
     auto* entry = to.body.add_pages();
     entry->set_page(page);

@@ -227,6 +227,49 @@ TEST(DiffTest, AnUnchangedPageHasAnEmptyDiff) {
   EXPECT_TRUE(nothing.empty());
 }
 
+// Runs over the bytes some diffs wrote carry every such byte, even one a diff set back to what the
+// base held: a copy that has since changed that byte takes the diffs' value (lrc's home updates).
+TEST(DiffTest, MarkedRunsCarryEveryWrittenByteEvenOneThatEndsAsItBegan) {
+  std::mt19937 random(5);
+  for (int round = 0; round < 500; ++round) {
+    const std::size_t size = 64 + RandomSize(random) % 4000;
+    const Bytes base = RandomPage(random, size);
+    Bytes now = base;
+    std::vector<bool> written(size, false);
+    for (int d = 0; d < 3; ++d) {
+      Bytes twin = now;
+      Bytes changed = now;
+      for (int k = 0; k < 8; ++k) changed[random() % size] = std::byte(random() & 0xFF);
+      Diff diff;
+      AppendDiff(twin.data(), changed.data(), size, diff);
+      ApplyDiff(diff, now.data(), size);
+      MarkDiffBytes(diff, written);
+    }
+    // The last writer puts one written byte back as the base had it.
+    const auto first =
+        static_cast<std::size_t>(std::find(written.begin(), written.end(), true) - written.begin());
+    if (first == size) continue;
+    now[first] = base[first];
+    Diff merged;
+    AppendMarkedRuns(now.data(), written, merged);
+    // A diff against the base would leave that byte out.
+    Diff against_base;
+    AppendDiff(base.data(), now.data(), size, against_base);
+    std::vector<bool> in_plain(size, false);
+    MarkDiffBytes(against_base, in_plain);
+    EXPECT_FALSE(in_plain[first]);
+    // A copy whose every byte differs from the base ends as now on the written bytes only.
+    Bytes other = base;
+    for (std::byte& b : other) b = ~b;
+    ApplyDiff(merged, other.data(), size);
+    for (std::size_t i = 0; i < size; ++i) {
+      ASSERT_EQ(other[i], written[i] ? now[i] : ~base[i]) << "round " << round << ", byte " << i;
+    }
+  }
+  Diff none;
+  EXPECT_EQ(AppendMarkedRuns(nullptr, std::vector<bool>(16, false), none), 0u);
+}
+
 // Two nodes wrote disjoint bytes of one page between the same synchronisations; each diffed
 // against the same original. Whichever diff a home applies first, both nodes' writes survive.
 // The byte sets interleave down to neighbouring bytes of one word.
