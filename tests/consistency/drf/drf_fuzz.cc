@@ -12,11 +12,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/consistency/drf/oracle.h"
@@ -78,7 +80,8 @@ std::string WrittenBy(const WriteTag& tag, const Program& program) {
                      " of program " + std::to_string(tag.program);
   if (tag.program == static_cast<std::uint32_t>(program.index) &&
       tag.round < program.rounds.size()) {
-    text += " by " + DescribeThread(program.rounds[tag.round], static_cast<int>(tag.thread));
+    text += " by " +
+            DescribeThread(job_.layout, program.rounds[tag.round], static_cast<int>(tag.thread));
   }
   return text;
 }
@@ -96,7 +99,7 @@ std::string WritesOf(const Program& program, int location, std::uint64_t value) 
       if (++count > 3) continue;
       found += (found.empty() ? "" : ", ") + std::string("step ") + std::to_string(op.step) +
                " of round " + std::to_string(r) + " by " +
-               DescribeThread(program.rounds[r], op.thread);
+               DescribeThread(job_.layout, program.rounds[r], op.thread);
     }
   }
   if (count == 0) {
@@ -120,9 +123,9 @@ void Check(const Program& program, int round, const Op& op, std::uint64_t got) {
                 loc.offset / kPageBytes);
   Fail("WRONG VALUE in program " + std::to_string(program.index) + ", round " +
        std::to_string(round) + ", step " + std::to_string(op.step) + ": " +
-       DescribeThread(r, op.thread) + " read " + std::to_string(loc.bytes) + " byte(s) of " +
-       where + " under " + variable.protocol + " (homes " + variable.home + ") with " +
-       OpName(op.kind) + ": got " + Hex(got, loc.bytes) + " (" +
+       DescribeThread(job_.layout, r, op.thread) + " read " + std::to_string(loc.bytes) +
+       " byte(s) of " + where + " under " + variable.protocol + " (homes " + variable.home +
+       ") with " + OpName(op.kind) + ": got " + Hex(got, loc.bytes) + " (" +
        WritesOf(program, op.location, got) + "), expected " + Hex(expected, loc.bytes) +
        " (written last at " + WrittenBy(job_.oracle->TagOf(at), program) + ")");
 }
@@ -151,9 +154,10 @@ void* ThreadEntry(void* argument);
 void RunThread(const Program& program, int round, int thread) {
   const Round& r = program.rounds[static_cast<std::size_t>(round)];
   std::map<int, lmdx_thread_t> started;
+  std::map<int, std::thread> started_os;
   auto where = [&](const Op& op) {
     return " at step " + std::to_string(op.step) + " of program " + std::to_string(program.index) +
-           ", round " + std::to_string(round) + ", " + DescribeThread(r, thread);
+           ", round " + std::to_string(round) + ", " + DescribeThread(job_.layout, r, thread);
   };
   for (std::uint32_t index : r.per_thread[static_cast<std::size_t>(thread)]) {
     const Op& op = r.ops[index];
@@ -202,6 +206,10 @@ void RunThread(const Program& program, int round, int thread) {
         break;
       case OpKind::kBarrierAll: Ok(lmdx_barrier_all(), "lmdx_barrier_all" + where(op)); break;
       case OpKind::kStart: {
+        if (job_.layout.os_threads) {
+          started_os[op.other] = std::thread(RunThread, std::cref(program), round, op.other);
+          break;
+        }
         // program (24 bits), round (8), thread (8): the started node looks its program up.
         const auto code = (static_cast<std::uintptr_t>(program.index) << 16) |
                           (static_cast<std::uintptr_t>(round) << 8) |
@@ -213,7 +221,13 @@ void RunThread(const Program& program, int round, int thread) {
         started[op.other] = handle;
         break;
       }
-      case OpKind::kJoin: lmdx_join_thread(started.at(op.other)); break;
+      case OpKind::kJoin:
+        if (job_.layout.os_threads) {
+          started_os.at(op.other).join();
+        } else {
+          lmdx_join_thread(started.at(op.other));
+        }
+        break;
     }
   }
 }

@@ -79,7 +79,7 @@ class RoundMaker {
     for (int node = 0; node < layout.nodes; ++node) round_.threads.push_back({node, true, -1});
     for (int node = 0; node < layout.nodes; ++node) {
       for (int extra = 1; extra < layout.threads_per_node[node]; ++extra) {
-        const int starter = rng_.Chance(50) ? node : rng_.Int(layout.nodes);
+        const int starter = layout.os_threads || rng_.Chance(50) ? node : rng_.Int(layout.nodes);
         round_.threads.push_back({node, false, starter});
       }
     }
@@ -430,6 +430,7 @@ Layout MakeLayout(std::uint64_t seed, const std::string& protocol, int programs)
   layout.seed = seed;
   layout.programs = programs;
   layout.nodes = 2 + rng.Int(3);
+  layout.os_threads = rng.Chance(40);
   for (int node = 0; node < layout.nodes; ++node) {
     layout.threads_per_node.push_back(1 + rng.Int(kMaxThreadsPerNode));
   }
@@ -457,10 +458,11 @@ Program MakeProgram(const Layout& layout, int index) {
   return program;
 }
 
-std::string DescribeThread(const Round& round, int thread) {
+std::string DescribeThread(const Layout& layout, const Round& round, int thread) {
   const Thread& t = round.threads.at(static_cast<std::size_t>(thread));
   std::string text = "thread " + std::to_string(thread) + " (node " + std::to_string(t.node);
   if (t.main) return text + ", its main thread)";
+  if (layout.os_threads) return text + ", an OS thread of its main)";
   return text + ", an LMDX thread started by node " + std::to_string(t.starter) + "'s main)";
 }
 

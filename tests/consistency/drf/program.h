@@ -47,6 +47,10 @@ struct Layout {
   std::uint64_t seed = 0;
   int nodes = 2;
   std::vector<int> threads_per_node;  // 1 to kMaxThreadsPerNode, the main included
+  // The threads beside each main are OS threads its own main starts and joins (std::thread),
+  // running truly in parallel in the node's process, rather than LMDX threads started from any
+  // node (user-level threads of the node they run on).
+  bool os_threads = false;
   std::vector<Variable> variables;
   int programs = 1;
   // The job's configuration file (protobuf text format) that gives each variable its protocol
@@ -114,8 +118,9 @@ struct Program {
 // The index-th program of the job laid out by `layout`: the same on every node.
 Program MakeProgram(const Layout& layout, int index);
 
-// "thread 4 (node 1, the node's LMDX thread 1)" or "thread 0 (node 0, main)".
-std::string DescribeThread(const Round& round, int thread);
+// "thread 4 (node 1, an LMDX thread started by node 0's main)" or "thread 0 (node 0, its main
+// thread)".
+std::string DescribeThread(const Layout& layout, const Round& round, int thread);
 
 // The semaphore, lock and barrier names a program uses.
 std::string SemaphoreName(int from, int to);
