@@ -1,12 +1,31 @@
 // The shared-memory calls of the C API: lmdx_malloc, lmdx_free, lmdx_alloc_collective,
 // lmdx_shared_var, lmdx_lookup, lmdx_get, lmdx_put.
+#include <atomic>
 #include <string>
 
 #include "api/internal/modules.h"
 #include "api/internal/runtime_state.h"
+#include "base/log.h"
 #include "dsm/service.h"
 
 namespace lmdx::api {
+
+void WarnIfFaultSignalBlocked(const char* call) {
+  dsm::Service* dsm = dsm::Current();
+  if (dsm == nullptr) return;  // before lmdx_init: checked again at the next call
+  fault_signal_checked = true;
+  const char* blocked = dsm->BlockedFaultSignal();
+  static std::atomic<bool> said{false};
+  if (blocked == nullptr || said.exchange(true)) return;
+  std::string signal = blocked;
+  LogLine(std::string(call) + ": this thread blocks " + signal +
+          ", which brings the node's faults on shared memory to LMDX: at the thread's first fault "
+          "the kernel kills the node, before LMDX can serve it or say why; unblock " +
+          signal +
+          " (pthread_sigmask) in every thread that touches shared memory, or move its "
+          "data with lmdx_get and lmdx_put, which never fault");
+}
+
 namespace {
 
 dsm::Service& RequireDsm(const char* call) {
@@ -54,13 +73,18 @@ void lmdx_free(void* block) {
   });
 }
 
+// The calls that hand out shared memory, except lmdx_malloc (too quick for a system call), check
+// the caller's signal mask each time: what the thread does next is touch the memory.
 void* lmdx_alloc_collective(size_t bytes) {
-  return GuardPointer("lmdx_alloc_collective",
-                      [bytes](lmdx::dsm::Service& dsm) { return dsm.AllocCollective(bytes); });
+  return GuardPointer("lmdx_alloc_collective", [bytes](lmdx::dsm::Service& dsm) {
+    lmdx::api::WarnIfFaultSignalBlocked("lmdx_alloc_collective");
+    return dsm.AllocCollective(bytes);
+  });
 }
 
 void* lmdx_shared_var(const char* name, size_t bytes) {
   return GuardPointer("lmdx_shared_var", [name, bytes](lmdx::dsm::Service& dsm) {
+    lmdx::api::WarnIfFaultSignalBlocked("lmdx_shared_var");
     if (name == nullptr) throw lmdx::Error(LMDX_ERR_INVALID_ARGUMENT, "the name is null");
     return dsm.SharedVariable(name, bytes);
   });
@@ -68,6 +92,7 @@ void* lmdx_shared_var(const char* name, size_t bytes) {
 
 void* lmdx_lookup(const char* name, size_t* bytes) {
   return GuardPointer("lmdx_lookup", [name, bytes](lmdx::dsm::Service& dsm) {
+    lmdx::api::WarnIfFaultSignalBlocked("lmdx_lookup");
     if (name == nullptr) throw lmdx::Error(LMDX_ERR_INVALID_ARGUMENT, "the name is null");
     return dsm.Lookup(name, bytes);
   });

@@ -24,6 +24,7 @@ std::atomic<bool> job_ending{false};
 void MarkJobEnding() { job_ending.store(true, std::memory_order_release); }
 
 void WaitIfTheJobIsEnding() {
+  if (InForkedChild()) return;  // a child of fork() fails at once: its job is not ending
   if (!job_ending.load(std::memory_order_acquire) || threads::Scheduler::Current() == nullptr) {
     return;
   }
@@ -42,6 +43,14 @@ void ExitAfterPeerLoss(const std::string& message) {
   LogLine(message);
   std::fflush(nullptr);
   ::_exit(1);
+}
+
+int FailInForkedChild(const char* call) {
+  return Fail(call, LMDX_ERR_MISUSE,
+              "this process (pid " + std::to_string(::getpid()) +
+                  ") is a child of fork() of the node; LMDX calls belong to the node's own "
+                  "process, whose connections the child shares: exec a new program in the "
+                  "child, or make the call in the parent");
 }
 
 int Fail(const char* call, int code, const std::string& message) {

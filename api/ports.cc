@@ -179,6 +179,8 @@ int lmdx_port_send_done(lmdx_port_send_t handle) {
 
 int lmdx_port_send_wait(lmdx_port_send_t handle) {
   if (handle == nullptr) return LMDX_OK;
+  // In a child of fork(), a send the parent started completes in the parent only.
+  if (lmdx::InForkedChild()) return lmdx::api::FailInForkedChild("lmdx_port_send_wait");
   std::unique_ptr<lmdx_port_send_object> state(handle);
   state->done.Wait();
   return Guard("lmdx_port_send_wait", [&] {

@@ -1,4 +1,5 @@
 // Starting and ending a node: lmdx_init, lmdx_init_spmd, lmdx_finalize, lmdx_abort.
+#include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include "api/internal/runtime_state.h"
 #include "api/internal/shared_variables.h"
 #include "api/internal/unused_regions.h"
+#include "base/forked_child.h"
 #include "base/log.h"
 #include "config/config.h"
 #include "dsm/service.h"
@@ -126,6 +128,18 @@ void OnPeerLost(int, const std::string& why) {
 
 bool OnMainThread() { return ::gettid() == ::getpid(); }
 
+// In a child of fork(), after base/forked_child.h marked it: the node it copied is left as it is,
+// never stopped nor destroyed. Destroying it at the child's exit would join threads the child does
+// not have and shut down connections it shares with its parent (the parent's peers would see the
+// parent leave); its exit handlers below return at once for the same reason.
+void AbandonRuntimeInForkedChild() {
+  // No lock: the child has one thread, and a lock another thread held at fork stays held.
+  static_cast<void>(runtime.node.release());
+  static_cast<void>(runtime.ports.release());
+  static_cast<void>(new std::shared_ptr<net::RendezvousServer>(std::move(runtime.own_rendezvous)));
+  current_ports.store(nullptr);  // a port object destroyed in the child closes quietly
+}
+
 // exit(N) called by an LMDX thread (or any thread but main) ends this process at once with N,
 // its output flushed: the static destructors exit would run next would tear the scheduler down
 // under the running threads, the caller among them. The launcher then ends the job with N,
@@ -146,6 +160,7 @@ void ExitAtOnceOffTheMainThread(int status, void*) {
 
 // Threads style, rank 0: the job ends when main returns (or exit is called), with its status.
 void EndJobAtExit(int status, void*) {
+  if (InForkedChild()) return;  // a child's exit is not the job's end
   std::lock_guard lock(runtime_mutex);
   if (!runtime.node) return;
   if (!OnMainThread()) {
@@ -174,7 +189,7 @@ void EndJobAtExit(int status, void*) {
 // waiting for it; the launcher then stops the job, and this line says why. A non-zero status is
 // an exit the program chose, which the launcher reports with its status.
 void SayFinalizeWasMissed(int status, void*) {
-  if (status != 0 || !OnMainThread()) return;
+  if (status != 0 || !OnMainThread() || InForkedChild()) return;
   std::lock_guard lock(runtime_mutex);
   if (!runtime.node) return;
   LogLine(
@@ -192,9 +207,15 @@ int Init(const char* call, Style style) {
                   "may be called once)");
     }
     ever_initialized = true;
+    // Before anything of the node exists, so that a child of any later fork() knows it is one
+    // (WatchForForks' mark runs first).
+    WatchForForks();
+    ::pthread_atfork(nullptr, nullptr, AbandonRuntimeInForkedChild);
     // Registered first, so it runs after the other exit handlers and before the destructors of
     // the services the hang report asks (they were constructed before this call).
-    std::atexit([] { net::wait_board::StopAsking(); });
+    std::atexit([] {
+      if (!InForkedChild()) net::wait_board::StopAsking();
+    });
     ::on_exit(ExitAtOnceOffTheMainThread, nullptr);
     net::BootstrapInfo info =
         net::StartedByALauncher() ? net::DetectBootstrap() : SingletonBootstrap();
@@ -207,6 +228,8 @@ int Init(const char* call, Style style) {
     current_node.store(runtime.node.get());
   }
   net::Node& node = *current_node.load();
+  // Threads created from this one inherit its signal mask.
+  WarnIfFaultSignalBlocked(call);
   BindSharedVariables();
   threads::Current()->Open();  // now threads placed here may run
   if (style == Style::kThreads) {

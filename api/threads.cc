@@ -114,6 +114,8 @@ int lmdx_kill_thread(lmdx_thread_t thread) {
 }
 
 int lmdx_exit_thread(void* result) {
+  // In a child of fork() the thread's worker, to which the exit would unwind, does not exist.
+  if (lmdx::InForkedChild()) return lmdx::api::FailInForkedChild("lmdx_exit_thread");
   lmdx::threads::Service* service = lmdx::threads::Current();
   if (service != nullptr && lmdx::threads::Scheduler::Current() != nullptr) {
     service->Exit(result);  // does not return: unwinds to the thread's outermost frame

@@ -67,6 +67,17 @@ GlobalSpace::GlobalSpace(std::uintptr_t base, std::uint64_t bytes, int size, Acc
     ThrowSystemError("cannot map the DSM's system view", errno, LMDX_ERR_NO_MEMORY);
   }
   system_view_ = Mapping(system, this->bytes());
+  // A child of fork() gets neither view: shared memory is the node's, and a child that kept the
+  // application view would read pages behind the protocol's back (under userfaultfd the child's
+  // copy of the mapping is not registered, so it is plainly readable and writable) or serve its
+  // faults on the parent's connections. Without a mapping its first touch faults, and the fault
+  // handler ends it with a line that names fork (service.cc). A child that execs loses nothing.
+  for (const Mapping* view : {&app_view_, &system_view_}) {
+    if (::madvise(view->data(), this->bytes(), MADV_DONTFORK) != 0) {
+      ThrowSystemError("cannot keep " + Describe(base, this->bytes()) + " from children of fork",
+                       errno, LMDX_ERR_NO_MEMORY);
+    }
+  }
   access_ = MakePageAccess(access, app_view_.data(), this->bytes(), memory_.get());
 }
 

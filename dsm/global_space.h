@@ -56,6 +56,10 @@ class GlobalSpace {
   // See PageAccess: faults that say read or write, and the repair of a page's entry.
   bool faults_report_access_type() const { return access_->reports_access_type(); }
   void Restore(PageId page, consistency::Access access) { access_->Restore(AppView(page), access); }
+  // Under mprotect: opens page when it was closed to keep the view's mappings within the kernel's
+  // limit (PageAccess::OpenIfNarrowed).
+  bool OpenIfNarrowed(PageId page) { return access_->OpenIfNarrowed(AppView(page)); }
+  MappingFigures mapping_figures() const { return access_->mapping_figures(); }
   AccessControl access_control() const { return access_->kind(); }
 
   // Named variables and collective allocations: pages [0, variable_pages()).

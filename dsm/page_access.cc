@@ -25,7 +25,7 @@ std::unique_ptr<PageAccess> MakePageAccess(AccessControl wanted, std::byte* view
                                                  "; LMDX_DSM_ACCESS=mprotect works everywhere");
     }
   }
-  return std::make_unique<internal::MprotectAccess>();
+  return std::make_unique<internal::MprotectAccess>(view, bytes, internal::ViewMappingBudget());
 }
 
 }  // namespace lmdx::dsm

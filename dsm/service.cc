@@ -1,5 +1,7 @@
 #include "dsm/service.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +13,7 @@
 
 #include "base/clock.h"
 #include "base/error.h"
+#include "base/forked_child.h"
 #include "base/log.h"
 #include "dsm/internal/message_types.h"
 #include "dsm/stats_figures.h"
@@ -80,6 +83,26 @@ Message Parse(const std::string& body, const char* what) {
 
 std::mutex current_mutex;
 std::shared_ptr<Service> current_service;
+
+// A child of fork() has no mapping of the range (global_space.cc), so its first touch of shared
+// memory faults here. Serving the fault would run the protocol on the parent's connections, so
+// the child ends instead, saying why. Nothing is flushed: it ends as a crash would.
+[[noreturn]] void EndForkedChild(const void* address) {
+  LogLine("a child of fork() (pid " + std::to_string(::getpid()) +
+          ") touched LMDX shared memory at " + Hex(address) +
+          "; shared memory belongs to the node's own process only: exec a new program in the "
+          "child, or copy what it needs to private memory before fork (lmdx_get) and send its "
+          "results back through a pipe");
+  ::_exit(1);
+}
+
+// In a child of fork(): the DSM is never destroyed there. Its destruction at the child's exit
+// would tear down a heap and protocols whose other half (the parent's threads, the peers'
+// directories) the child does not have.
+void AbandonInForkedChild() {
+  // No lock: the child has one thread, and a lock another thread held at fork stays held.
+  static_cast<void>(new std::shared_ptr<Service>(std::move(current_service)));
+}
 
 }  // namespace
 
@@ -485,7 +508,22 @@ void Service::Put(void* shared_destination, const void* source, std::size_t byte
 
 bool Service::HandleFault(void* address, FaultType type) {
   if (!space_.Contains(address)) return false;
+  if (InForkedChild()) [[unlikely]]
+    EndForkedChild(address);
   PageId page = space_.PageOf(address);
+  // Under mprotect a page may have been closed to keep the view's mappings within the kernel's
+  // limit although the protocol lets this node use it: it is opened again, with no protocol work
+  // (a local fault). Asked first: a closed readable page would otherwise pass for a write fault
+  // below, since libsigsegv does not say which it was, and take a needless upgrade.
+  try {
+    if (space_.OpenIfNarrowed(page)) {
+      consistency::Counters::Add(KnownCountersOf(page).local_faults);
+      return true;
+    }
+  } catch (const std::exception& error) {
+    fatal_("a shared page at " + Hex(space_.AppView(page)) +
+           " could not be opened again: " + error.what());
+  }
   Access now = table_.access(page);
   Access wanted = type == FaultType::kWrite  ? Access::kWrite
                   : type == FaultType::kRead ? Access::kRead
@@ -607,6 +645,10 @@ wire::NodeStats Service::LocalStats() const {
   stats.set_messages_sent(frames);
   stats.set_bytes_sent(bytes);
   stats.set_network_hint_fallbacks(node_.hint_fallbacks());
+  MappingFigures mapping = space_.mapping_figures();
+  stats.set_mapping_budget(mapping.budget);
+  stats.set_mapping_runs_peak(mapping.peak_runs);
+  stats.set_pages_closed(mapping.pages_closed);
   return stats;
 }
 
@@ -638,7 +680,20 @@ void Service::ReportJobStats() {
 
 // ---- The node's DSM ------------------------------------------------------------------------
 
+const char* Service::BlockedFaultSignal() const {
+  int signal = space_.access_control() == AccessControl::kUserfaultfd ? SIGBUS : SIGSEGV;
+  sigset_t blocked;
+  if (::pthread_sigmask(SIG_BLOCK, nullptr, &blocked) != 0) return nullptr;
+  if (sigismember(&blocked, signal) != 1) return nullptr;
+  return signal == SIGBUS ? "SIGBUS" : "SIGSEGV";
+}
+
 void Attach(net::Node& node, const Options& options) {
+  // Before the range exists: a child of fork() must know it is one from the first fork on.
+  WatchForForks();
+  static std::once_flag abandon_in_children;
+  std::call_once(abandon_in_children,
+                 [] { ::pthread_atfork(nullptr, nullptr, &AbandonInForkedChild); });
   auto service = std::make_shared<Service>(node, options);
   service->RegisterHandlers();
   // The protocol carries consistency over synchronisation, unless the program installed hooks of

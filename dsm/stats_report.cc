@@ -56,6 +56,16 @@ std::string FormatStatsTable(const wire::JobStats& job) {
                   node.diffs_discarded(), node.kept_diff_peak());
     }
   }
+  bool closed = false;
+  for (const auto& node : job.nodes()) closed = closed || node.pages_closed() > 0;
+  if (closed) {
+    // Under mprotect, pages closed to keep the mappings within the kernel's limit.
+    out += Line("%4s %12s %10s %10s\n", "rank", "pages-closed", "runs-peak", "map-budget");
+    for (const auto& node : job.nodes()) {
+      out += Line("%4d %12lu %10lu %10lu\n", node.rank(), node.pages_closed(),
+                  node.mapping_runs_peak(), node.mapping_budget());
+    }
+  }
   bool several = false;
   for (const auto& node : job.nodes()) several = several || node.protocols_size() > 1;
   if (several) {

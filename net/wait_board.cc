@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "base/clock.h"
+#include "base/forked_child.h"
 #include "net/completion.h"
 
 namespace lmdx::net {
@@ -52,7 +53,9 @@ struct ProgramThreadMark {
   int os_thread = 0;
   std::uint64_t key = 0;
   void Uncount() {
-    if (!program_thread_counted) return;
+    // Run at a thread's exit, also in a child of fork(), where the board's lock may be held for
+    // ever by a thread that was in a wait at the fork: the child's board is never read anyway.
+    if (!program_thread_counted || InForkedChild()) return;
     program_thread_counted = false;
     Board& board = TheBoard();
     board.os_program_threads.fetch_sub(1, std::memory_order_relaxed);

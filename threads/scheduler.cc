@@ -1,5 +1,8 @@
 #include "threads/scheduler.h"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <algorithm>
 #include <boost/context/fiber.hpp>
 #include <exception>
@@ -196,6 +199,15 @@ void Scheduler::WakeExpired(SchedulerWorker& worker) {
 }
 
 void Scheduler::RunWorker(SchedulerWorker& worker) {
+  // A worker inherits the signal mask of the thread that started the runtime, which a program may
+  // have blocked wholesale (for a sigwait thread of its own). The LMDX threads it runs are program
+  // code, and their faults on shared memory arrive as SIGSEGV or SIGBUS: blocked, the kernel would
+  // kill the node at the first one.
+  sigset_t faults;
+  sigemptyset(&faults);
+  sigaddset(&faults, SIGSEGV);
+  sigaddset(&faults, SIGBUS);
+  ::pthread_sigmask(SIG_UNBLOCK, &faults, nullptr);
   for (;;) {
     UserThread* thread = nullptr;
     {

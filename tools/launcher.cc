@@ -39,6 +39,18 @@ std::vector<std::string> BaseEnvironment(const std::vector<std::string>& overrid
   return env;
 }
 
+// What may explain a node that joined the job and was killed by SIGSEGV or SIGBUS. Its fault
+// handler names what it can (an access in the shared range but in no variable), but a thread that
+// blocks the signal carrying its faults on shared memory (SIGSEGV under mprotect, SIGBUS under
+// userfaultfd) is killed by the kernel before any handler runs: only this line can still point at
+// it (docs/dsm.md, "Outside the guarantee").
+std::string FaultSignalHint(const ExitStatus& status) {
+  if (!status.signaled || (status.value != SIGSEGV && status.value != SIGBUS)) return "";
+  std::string name = SignalName(status.value);
+  return " (if nothing above says why: a thread that blocks " + name +
+         " is killed so when it touches LMDX shared memory; see docs/dsm.md)";
+}
+
 std::string SecondsText(std::chrono::milliseconds ms) {
   std::ostringstream out;
   out << static_cast<double>(ms.count()) / 1000.0;
@@ -235,6 +247,8 @@ class Job {
       if (!failed_rank_ || !StatusOf(*failed_rank_).signaled) {
         failed_rank_ = rank;
         failure_detail_.clear();
+        failure_hint_ =
+            state == JobWatch::NodeState::kNotJoined ? std::string() : FaultSignalHint(status);
       }
       BeginStop();
       return;
@@ -336,8 +350,10 @@ class Job {
       }
       const ExitStatus& status = StatusOf(rank);
       std::string detail = rank == *failed_rank_ ? failure_detail_ : "";
-      return Report("rank " + std::to_string(rank) + " " + status.Describe() + detail + suffix,
-                    status.ShellCode() != 0 ? status.ShellCode() : 1);
+      std::string hint = rank == *failed_rank_ ? failure_hint_ : "";
+      return Report(
+          "rank " + std::to_string(rank) + " " + status.Describe() + detail + suffix + hint,
+          status.ShellCode() != 0 ? status.ShellCode() : 1);
     }
     if (stop_signal_) {
       return Report("received " + SignalName(*stop_signal_) + "; the job was stopped",
@@ -360,6 +376,7 @@ class Job {
   std::optional<int> failed_rank_;
   std::optional<int> not_joined_rank_;
   std::string failure_detail_;  // appended to the failed rank's exit, e.g. " before the job ended"
+  std::string failure_hint_;    // after the whole line: what may explain a node's fatal fault
   Deadline job_deadline_;
   Deadline join_deadline_;
   Deadline stop_deadline_;  // a failure's grace or settle time (StopBy), then BeginStop

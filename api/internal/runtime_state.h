@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "base/forked_child.h"
 #include "net/node.h"
 #include "net/ports.h"
 #include "net/wait_board.h"
@@ -28,9 +29,26 @@ int Fail(const char* call, int code, const std::string& message);
 // An LMDX thread killed by lmdx_kill_thread ends here, at its next call into LMDX.
 void EndThreadIfKilled();
 
+// The failure of every call made in a child of fork() (base/forked_child.h).
+int FailInForkedChild(const char* call);
+
+// Says, once per process, that the calling thread blocks the signal that brings this node's faults
+// on shared memory to LMDX (SIGSEGV under mprotect, SIGBUS under userfaultfd): the kernel kills
+// the node at such a thread's first fault, before any handler of LMDX runs, so this is the only
+// place it can be said. One system call; Guard checks each thread at its first call, the calls
+// that hand out shared memory check every time (api/dsm.cc).
+void WarnIfFaultSignalBlocked(const char* call);
+inline thread_local bool fault_signal_checked = false;
+
 template <typename Body>
 int Guard(const char* call, Body body) {
+  // First, before any lock is taken: in a child of fork() a lock that another thread held at the
+  // fork stays held for ever.
+  if (InForkedChild()) [[unlikely]]
+    return FailInForkedChild(call);
   EndThreadIfKilled();
+  if (!fault_signal_checked) [[unlikely]]
+    WarnIfFaultSignalBlocked(call);
   try {
     // A thread that calls LMDX is the program's: the hang watch counts it (net/wait_board.h).
     net::wait_board::NoteProgramThread();

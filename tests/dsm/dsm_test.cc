@@ -124,8 +124,8 @@ TEST_P(ProtocolTest, ExplicitAccessAndFaultsOfSiblingThreadsOnOnePageNeverHang) 
 
 // Valid and invalid pages alternating over 140,000 pages, more runs than the kernel allows a
 // process mappings: page access per page table entry (userfaultfd) serves it. Where the kernel
-// has no userfaultfd for this process, the test is skipped (mprotect cannot serve it, as the next
-// test shows).
+// has no userfaultfd for this process, the test is skipped (mapping_limit_test.cc runs the same
+// under mprotect, which closes pages to stay within the limit).
 TEST_P(ProtocolTest, ScatteredPagesPastTheKernelsMappingLimit) {
   ScopedEnv cyclic("LMDX_DSM_HOME", "cyclic");
   ScopedEnv access("LMDX_DSM_ACCESS", "userfaultfd");
@@ -390,17 +390,6 @@ class HomeSeveralWritersTest : public HomeTest {};
 TEST_P(HomeSeveralWritersTest, FalseSharing) { ExpectScenario({"false_sharing", "100"}); }
 
 INSTANTIATE_TEST_SUITE_P(Policies, HomeSeveralWritersTest, kHomeCases, HomeCaseName);
-
-// The portable path cannot keep a mapping per run of pages past the kernel's limit; it says so,
-// naming the limit and the way out, instead of an unexplained "Cannot allocate memory".
-TEST(PageAccessTest, MprotectPastTheMappingLimitEndsTheJobNamingTheLimit) {
-  ScopedEnv cyclic("LMDX_DSM_HOME", "cyclic");
-  ScopedEnv access("LMDX_DSM_ACCESS", "mprotect");
-  JobResult job = RunJob(Checks(), 2, {"scattered", "140000"}, {}, std::chrono::seconds(240));
-  EXPECT_NE(job.exit_code, 0) << job.out << job.err;
-  EXPECT_NE(job.err.find("vm.max_map_count"), std::string::npos) << job.err;
-  EXPECT_NE(job.err.find("LMDX_DSM_ACCESS=userfaultfd"), std::string::npos) << job.err;
-}
 
 // Below the limit both ways of setting access serve the same program.
 TEST(PageAccessTest, BothWaysServeScatteredPagesBelowTheLimit) {

@@ -382,6 +382,59 @@ void Scattered(std::size_t pages) {
   Barrier();
 }
 
+// Every page of a `pages`-page variable written by its home and read by every node, in `rounds`
+// rounds (run with LMDX_DSM_HOME=cyclic). On 2 nodes a node's own pages and the other's
+// alternate, each page a run of its own protection: under mprotect, 140,000 pages are more runs
+// than the kernel allows a process mappings (65,530), so pages are closed and opened again while
+// the protocol moves them. Shared memory is compared with the same writes made, one after
+// another, in private memory.
+void EveryPage(std::size_t pages, int rounds) {
+  constexpr std::size_t kWordsPerPage = 4096 / sizeof(std::uint64_t);
+  // Words 0, 73, ..., 511 of each page: its first and last, and some between.
+  constexpr std::size_t kStride = 73;
+  constexpr std::size_t kSamples = (kWordsPerPage - 1) / kStride + 1;
+  auto* data = Var<std::uint64_t>("every_page", pages * kWordsPerPage);
+  auto word_of = [](std::size_t sample) { return std::min(sample * kStride, kWordsPerPage - 1); };
+  auto value = [](std::size_t page, std::size_t sample, int round) {
+    return (std::uint64_t{page} * 2654435761u) ^ (sample << 40) ^ (std::uint64_t(round) << 56);
+  };
+  std::vector<std::uint64_t> reference(pages * kSamples, 0);
+  for (int round = 1; round <= rounds; ++round) {
+    for (std::size_t page = static_cast<std::size_t>(rank_); page < pages;
+         page += static_cast<std::size_t>(size_)) {
+      for (std::size_t sample = 0; sample < kSamples; ++sample) {
+        data[page * kWordsPerPage + word_of(sample)] = value(page, sample, round);
+      }
+    }
+    // The sequential program: every page's writes, by one writer, in private memory.
+    for (std::size_t page = 0; page < pages; ++page) {
+      for (std::size_t sample = 0; sample < kSamples; ++sample) {
+        reference[page * kSamples + sample] = value(page, sample, round);
+      }
+    }
+    Barrier();
+    // Every page, ascending in odd rounds and descending in even ones, so that the pages read
+    // last in one are read first in the next.
+    for (std::size_t at = 0; at < pages; ++at) {
+      std::size_t page = round % 2 == 1 ? at : pages - 1 - at;
+      for (std::size_t sample = 0; sample < kSamples; ++sample) {
+        std::uint64_t seen = data[page * kWordsPerPage + word_of(sample)];
+        if (seen != reference[page * kSamples + sample]) {
+          Die("round " + std::to_string(round) + ": word " + std::to_string(word_of(sample)) +
+              " of page " + std::to_string(page) + " (home rank " +
+              std::to_string(page % static_cast<std::size_t>(size_)) + ") reads " +
+              std::to_string(seen) + ", not " +
+              std::to_string(reference[page * kSamples + sample]));
+        }
+      }
+      if (data[page * kWordsPerPage + 1] != 0) {
+        Die("word 1 of page " + std::to_string(page) + " was never written but is not zero");
+      }
+    }
+    Barrier();
+  }
+}
+
 // User-level threads of one node, some reading a page through lmdx_get and some through plain
 // loads, while another node keeps writing it: an explicit access waiting for the page must not
 // leave a sibling's fault waiting on the same worker forever. Values only grow (sc).
@@ -604,6 +657,8 @@ int Run(int argc, char** argv) {
     FibersSharingAPage(number(2, 2000), number(3, 6));
   } else if (scenario == "scattered") {
     Scattered(static_cast<std::size_t>(number(2, 140000)));
+  } else if (scenario == "every_page") {
+    EveryPage(static_cast<std::size_t>(number(2, 140000)), number(3, 2));
   } else if (scenario == "lock_notices") {
     LockNotices(number(2, 600), number(3, 200));
   } else if (scenario == "first_touch_bands") {
