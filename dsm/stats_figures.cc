@@ -56,6 +56,8 @@ void FillCounters(const consistency::Counters& counters, wire::NodeStats& stats)
   stats.set_diffs_fetched(value(counters.diffs_fetched));
   stats.set_diffs_discarded(value(counters.diffs_discarded));
   stats.set_kept_diff_peak(value(counters.kept_diff_peak));
+  stats.set_home_updates_sent(value(counters.home_updates_sent));
+  stats.set_home_updates_applied(value(counters.home_updates_applied));
   stats.set_protection_changes(value(counters.protection_changes));
   stats.set_homes_taken(value(counters.homes_taken));
   stats.set_release_ms(static_cast<double>(value(counters.release_ns)) / 1e6);

@@ -50,10 +50,12 @@ std::string FormatStatsTable(const wire::JobStats& job) {
   for (const auto& node : job.nodes())
     lazy = lazy || node.diffs_fetched() + node.kept_diff_peak() > 0;
   if (lazy) {
-    out += Line("%4s %13s %15s %14s\n", "rank", "diffs-fetched", "diffs-discarded", "kept-peak");
+    out += Line("%4s %13s %15s %14s %12s %13s\n", "rank", "diffs-fetched", "diffs-discarded",
+                "kept-peak", "home-upd-out", "home-upd-in");
     for (const auto& node : job.nodes()) {
-      out += Line("%4d %13lu %15lu %14lu\n", node.rank(), node.diffs_fetched(),
-                  node.diffs_discarded(), node.kept_diff_peak());
+      out += Line("%4d %13lu %15lu %14lu %12lu %13lu\n", node.rank(), node.diffs_fetched(),
+                  node.diffs_discarded(), node.kept_diff_peak(), node.home_updates_sent(),
+                  node.home_updates_applied());
     }
   }
   bool closed = false;

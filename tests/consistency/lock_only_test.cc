@@ -10,16 +10,23 @@
 
 #include "tests/testing/job_runner.h"
 #include "tests/testing/scoped_env.h"
+#include "tests/testing/stats_table.h"
 
 namespace lmdx::testing {
 namespace {
 
 TEST(LockOnlyTest, AMillionIntervalsWithoutABarrierUnderLrc) {
   ScopedEnv protocol("LMDX_PROTOCOL", "lrc");
-  JobResult job =
-      RunJob(BinaryFromEnv("LOCK_ONLY"), 3, {"1000000", "20"}, {}, std::chrono::seconds(600));
+  JobResult job = RunJob(BinaryFromEnv("LOCK_ONLY"), 3, {"1000000", "20"}, {"--stats"},
+                         std::chrono::seconds(600));
   EXPECT_EQ(job.exit_code, 0) << job.out << job.err;
   EXPECT_NE(job.out.find("verified: 1000000 intervals"), std::string::npos) << job.out << job.err;
+  // The reader described its copies to the home, which took them in: each fetch gathered the
+  // diffs since the last one, so the reader applied each diff about once.
+  const std::string stats = job.out + job.err;
+  EXPECT_GT(StatsColumnSum(stats, "home-upd-out"), 10u) << stats;
+  EXPECT_GT(StatsColumnSum(stats, "home-upd-in"), 10u) << stats;
+  EXPECT_LT(StatsColumnSum(stats, "applied"), 6000000u) << stats;
 }
 
 // With coherence units of the four pages, the reader's one fault asks the writer for all four

@@ -17,6 +17,7 @@
 
 #include "tests/testing/job_runner.h"
 #include "tests/testing/scoped_env.h"
+#include "tests/testing/stats_table.h"
 
 namespace lmdx::testing {
 namespace {
@@ -239,28 +240,6 @@ TEST(LitmusSelfTest, AnUnknownScenarioFailsTheJob) {
       << job.out << job.err;
 }
 
-// The sum of one column of the statistics table --stats prints ("prefetch"), over its ranks.
-std::uint64_t StatsColumnSum(const std::string& output, const std::string& column) {
-  std::istringstream lines(output);
-  std::string line;
-  std::optional<std::size_t> at;
-  std::uint64_t sum = 0;
-  while (std::getline(lines, line)) {
-    std::istringstream words(line);
-    std::vector<std::string> cells{std::istream_iterator<std::string>(words), {}};
-    if (!cells.empty() && cells[0] == "rank") {
-      auto found = std::find(cells.begin(), cells.end(), column);
-      at = found == cells.end() ? std::nullopt : std::optional<std::size_t>(found - cells.begin());
-    } else if (at && *at < cells.size() && !cells.empty() &&
-               std::isdigit(static_cast<unsigned char>(cells[0][0]))) {
-      sum += std::stoull(cells[*at]);
-    } else {
-      at.reset();
-    }
-  }
-  return sum;
-}
-
 // The two programs that once read stale values under hlrc and lrc (programs/lazy_scenarios.h), on
 // 3 nodes under every protocol: a home that writes back the value its twin holds after another
 // node's diff landed in its memory (with one-sided access, the default here, and without), and
@@ -335,28 +314,6 @@ TEST_P(OneSidedAccess, RefetchesAndHlrcDiffsReachTheHomesMemoryAndReadersSeeTheD
 }
 
 INSTANTIATE_TEST_SUITE_P(Protocols, OneSidedAccess, ::testing::Values("rc", "hlrc", "lrc"));
-
-// The largest value of one column of the statistics table over its ranks.
-std::uint64_t StatsColumnMax(const std::string& output, const std::string& column) {
-  std::istringstream lines(output);
-  std::string line;
-  std::optional<std::size_t> at;
-  std::uint64_t most = 0;
-  while (std::getline(lines, line)) {
-    std::istringstream words(line);
-    std::vector<std::string> cells{std::istream_iterator<std::string>(words), {}};
-    if (!cells.empty() && cells[0] == "rank") {
-      auto found = std::find(cells.begin(), cells.end(), column);
-      at = found == cells.end() ? std::nullopt : std::optional<std::size_t>(found - cells.begin());
-    } else if (at && *at < cells.size() && !cells.empty() &&
-               std::isdigit(static_cast<unsigned char>(cells[0][0]))) {
-      most = std::max<std::uint64_t>(most, std::stoull(cells[*at]));
-    } else {
-      at.reset();
-    }
-  }
-  return most;
-}
 
 // lrc keeps every diff at its writer until a garbage collection: with a limit of 16 KiB, the
 // barriers gather them at the homes and discard them, the diffs kept stay within a few times the
