@@ -92,9 +92,8 @@ void HomeBasedProtocol::DropHomeTwins(const std::vector<PageId>& pages) {
   // Another node's release may have written its diff of such a page straight into this node's
   // memory, which leaves the twin of a page this node keeps writable as it was: a write of this
   // node that then puts back a value the twin holds would make no diff and so no notice, and a
-  // reader would keep the other node's value. So the twin goes, and the page faults at its next
-  // write for a fresh one. What differs from the twin now counts as written by this node in its
-  // current interval: that may be only the other node's bytes, a notice too many, never too few.
+  // reader would keep the other node's value. So the twin goes, the page faults at its next
+  // write for a fresh one, and the next release names the page.
   net::NoParkingScope holding_pages;
   std::vector<PageId> held;
   for (PageId page : pages) {
@@ -116,9 +115,9 @@ void HomeBasedProtocol::DropHomeTwins(const std::vector<PageId>& pages) {
     {
       std::lock_guard state(state_mutex_);
       CopyState& copy = states_[page];
-      Diff diff;
-      AppendDiff(copy.twin.get(), memory_.SystemView(page), memory_.page_bytes(), diff);
-      if (!diff.empty()) home_rewritten_.push_back(page);
+      // Writable here means written in this interval (or kept writable after one), so the next
+      // release names it, whatever the page holds then (release.cc says why).
+      home_rewritten_.push_back(page);
       copy.twin.reset();
     }
     EndTransition(page, Access::kRead);

@@ -205,6 +205,8 @@ class HomeBasedProtocol final : public Protocol {
   void ServeFetch(net::InboundMessage& message, const net::ReplyTo& to);
   void ServeDiffs(net::InboundMessage& message, const net::ReplyTo& to);
   void ServeUpdate(net::InboundMessage& message, const net::ReplyTo& to);
+  // update, at the home: stops writing a page it serves a copy of (caller holds the stripe lock).
+  void HandOverWritable(PageId page);
 
   net::MessageType Type(int offset) const;
   // The page's home; in a first-touch region asks the page's manager the first time, which makes
@@ -232,6 +234,10 @@ class HomeBasedProtocol final : public Protocol {
   // hlrc: home pages whose twin an acquire dropped while they differed from it (DropHomeTwins):
   // the next release closes a notice for each, as for a page it diffed.
   std::vector<PageId> home_rewritten_;  // guarded by state_mutex_
+  // update: the home's writes to pages it served while writing them (HandOverWritable), for the
+  // copies held before; sent first at the next release.
+  std::vector<std::pair<PageId, std::shared_ptr<OwnDiff>>>
+      home_pending_;  // guarded by state_mutex_
   // The diffs of the release under way, until their homes have answered: a fetch meanwhile may
   // be answered by a home that lacks them, and applies those its home had not applied.
   std::map<PageId, OwnDiffs> in_flight_;        // guarded by state_mutex_

@@ -179,6 +179,12 @@ HomeBasedProtocol::Flushed HomeBasedProtocol::Flush() {
   // 2. Diff them; the saved diffs of a page go before its new one.
   DiffBatches to_homes;
   DiffBatches home_diffs;  // update: the home's own diffs, by page's copy holders below
+  {
+    // update: a home's writes to pages it served while writable, older than any diff below.
+    std::lock_guard state(state_mutex_);
+    for (auto& [page, diff] : home_pending_) home_diffs[-1].emplace_back(page, std::move(diff));
+    home_pending_.clear();
+  }
   for (auto& [page, diffs] : saved) {
     for (auto& diff : diffs) to_homes[home_of[page]].emplace_back(page, std::move(diff));
   }
@@ -207,6 +213,15 @@ HomeBasedProtocol::Flushed HomeBasedProtocol::Flush() {
       }
       bool keep = found != states_.end() && found->second.twin;
       (keep ? kept_writable : read_only).push_back(page);
+      // A home page held here was writable in the interval: another node may have copied it
+      // meanwhile (a fetch the home served, or a one-sided read of its memory) with a write that
+      // a later write of the home took back, which no diff against the twin shows. Under the
+      // protocols that tell copies by notices or invalidations it counts as written, whatever its
+      // diff (update's copies hear of such writes when the page is served: ServeFetch).
+      if (diff.empty() && home == self && kind_ != HomeBasedKind::kUpdate) {
+        written_at_home.push_back(page);
+        continue;
+      }
       if (diff.empty()) continue;
       auto own = std::make_shared<OwnDiff>(OwnDiff{0, std::move(diff)});
       if (home == self) {

@@ -80,8 +80,12 @@ void HomeBasedProtocol::ServeFetch(net::InboundMessage& message, const net::Repl
       return;
     }
     std::lock_guard lock(table_.StripeMutex(page));
-    if (directory_.AddCopy(page, message.header.source) && !table_.busy(page) &&
+    const bool first_copy = directory_.AddCopy(page, message.header.source);
+    if (!first_copy && kind_ == HomeBasedKind::kUpdate && !table_.busy(page) &&
         table_.access(page) == Access::kWrite) {
+      HandOverWritable(page);
+    }
+    if (first_copy && !table_.busy(page) && table_.access(page) == Access::kWrite) {
       // The home wrote this page freely while it was its alone; from now on its writes fault
       // once per interval, so that its releases tell the new copy holder about them. What it
       // wrote so far is in the copy sent below.
@@ -107,6 +111,27 @@ void HomeBasedProtocol::ServeFetch(net::InboundMessage& message, const net::Repl
   Counters::Add(counters_.directory_requests);
   node_.Reply(to, fetched.SerializeAsString(),
               net::Payload{contents->data(), contents->size(), contents});
+}
+
+void HomeBasedProtocol::HandOverWritable(PageId page) {
+  // update, at a page's home, serving a copy of a page it holds writable: the copy gets the
+  // home's writes so far, which its next release's diff against the twin would not carry to the
+  // copy (a write the home then took back shows in no diff). So the home stops writing (its
+  // next write faults), keeps its writes so far as a diff for the copies held before, and takes
+  // the served contents as its twin: its next diff is against what the new copy holds.
+  memory_.Protect(page, 1, Access::kRead);
+  table_.set_access(page, Access::kRead);
+  Counters::Add(counters_.downgrades);
+  std::lock_guard state(state_mutex_);
+  auto found = states_.find(page);
+  if (found == states_.end() || !found->second.twin) return;
+  Diff so_far;
+  AppendDiff(found->second.twin.get(), memory_.SystemView(page), memory_.page_bytes(), so_far);
+  if (!so_far.empty()) {
+    home_pending_.emplace_back(page, std::make_shared<OwnDiff>(OwnDiff{0, std::move(so_far)}));
+    dirty_.push_back(page);
+  }
+  std::memcpy(found->second.twin.get(), memory_.SystemView(page), memory_.page_bytes());
 }
 
 void HomeBasedProtocol::ServeDiffs(net::InboundMessage& message, const net::ReplyTo& to) {
