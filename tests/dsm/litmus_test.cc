@@ -260,6 +260,13 @@ TEST_P(StaleReadPrograms, ABarriersNoticesReachASecondThreadAheadOfItsNode) {
   ExpectVerified("notices_across_a_barrier", 3, 300);
 }
 
+// A copy taken from a home while it wrote a word it then took back, before its release.
+TEST_P(StaleReadPrograms, ACopyTakenWhileTheHomeWroteSeesItsWriteBack) {
+  ExpectVerified("home_served_while_writing", 3, 6);
+  ScopedEnv off("LMDX_DSM_ONE_SIDED", "off");
+  ExpectVerified("home_served_while_writing", 3, 6);
+}
+
 INSTANTIATE_TEST_SUITE_P(Protocols, StaleReadPrograms, ::testing::ValuesIn(kProtocols));
 
 // With coherence units of 4 pages (dsm.unit), a read fault under the multiple-writer protocols

@@ -1,7 +1,9 @@
 #include "tests/dsm/programs/lazy_scenarios.h"
 
+#include <chrono>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/dsm/programs/litmus_support.h"
@@ -137,6 +139,47 @@ void NoticesAcrossABarrier(int iterations) {
   }
   lmdx_join_thread(second);
   Barrier();
+}
+
+void HomeServedWhileWriting(int iterations) {
+  std::uint64_t* data = PagePerNode("sw_data");
+  for (int rank = 0; rank < size_; ++rank) {
+    SemaInit("sw_go_" + std::to_string(rank), 0);
+  }
+  const std::size_t words = static_cast<std::size_t>(size_) * kPageWords;
+  std::vector<std::uint64_t> reference(words, 0);
+  Barrier();
+  for (int it = 0; it < iterations; ++it) {
+    const int home = it % size_;
+    const int reader = (it + 1) % size_;
+    const std::size_t x =
+        static_cast<std::size_t>(home) * kPageWords + (it * 29) % (kPageWords / 2);
+    const std::size_t y = x + kPageWords / 2;  // another word of the same page, only read
+    const std::uint64_t a = ValueOf(it, 3);
+    const std::uint64_t b = a + 1;
+    // The other nodes read the page, so it is shared before the home writes; the reader may
+    // hold no copy yet (its first copy is then taken while the home writes).
+    if (rank_ != reader) Expect("x before the iteration, " + At(it), x, reference[x], data[x]);
+    Barrier();
+    if (rank_ == home) {
+      Lock("sw_lock");
+      data[x] = a;  // released at once: the reader drops its copy at its next acquire
+      Unlock("sw_lock");
+      V("sw_go_" + std::to_string(reader));
+      data[x] = b;  // no release between this write and the next
+      std::this_thread::sleep_for(std::chrono::milliseconds(60));  // the reader copies the page
+      data[x] = a;
+      V("sw_go_" + std::to_string(reader));
+    } else if (rank_ == reader) {
+      P(Mine("sw_go_"));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the home has written b by now
+      Expect("the unwritten word, " + At(it), y, reference[y], data[y]);  // copies the page
+      P(Mine("sw_go_"));
+      Expect("the home's write back, after the home's release, " + At(it), x, a, data[x]);
+    }
+    reference[x] = a;
+    Barrier();
+  }
 }
 
 }  // namespace lmdx::litmus

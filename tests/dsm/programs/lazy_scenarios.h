@@ -14,6 +14,12 @@ void HomeWritesBack(int iterations);
 // before the barrier, even when its own node has not yet taken in the barrier's departure.
 void NoticesAcrossABarrier(int iterations);
 
+// A home writes a word, another node copies the page (reading another word of it) while the home
+// has written it, and the home writes back the word's first value before its release: the other
+// node, after an acquire, must read that value. On 3 nodes or more the reader's first copy of a
+// page is taken so too, while a third node holds one.
+void HomeServedWhileWriting(int iterations);
+
 }  // namespace lmdx::litmus
 
 #endif  // LMDX_TESTS_DSM_PROGRAMS_LAZY_SCENARIOS_H_

@@ -545,6 +545,7 @@ int Run(int argc, char** argv) {
       {"two_protocols", TwoProtocols},
       {"home_writes_back", HomeWritesBack},
       {"notices_across_a_barrier", NoticesAcrossABarrier},
+      {"home_served_while_writing", HomeServedWhileWriting},
       {"racy_sc", RacySc},
       {"self_test", SelfTest},
   };
