@@ -144,6 +144,28 @@ std::string ProtocolSet::Trim(std::string payload, const std::string& knowledge)
   return parsed.SerializeAsString();
 }
 
+// Each protocol puts back into its own entry what its Trim left out; a protocol with no entry had
+// nothing cut (Trim never removes an entry).
+std::string ProtocolSet::Untrim(std::string payload) {
+  if (payload.empty()) return payload;
+  wire::HookPayloads parsed;
+  try {
+    if (!parsed.ParseFromString(payload)) {
+      throw Error(LMDX_ERR_INTERNAL, "a malformed consistency payload");
+    }
+    for (auto& entry : *parsed.mutable_entries()) {
+      if (Protocol* protocol = Find(entry.protocol())) {
+        entry.set_data(protocol->Untrim(std::move(*entry.mutable_data())));
+      }
+    }
+  } catch (const Error& error) {
+    // payload itself was only parsed, never moved from: it goes as it came.
+    LogLine(std::string("a lock's payload was passed on as it came: ") + error.what());
+    return payload;
+  }
+  return parsed.SerializeAsString();
+}
+
 std::optional<std::string> ProtocolSet::Merge(std::span<const std::string> payloads) {
   auto by_protocol = Split(payloads, "a barrier's arrivals");
   wire::HookPayloads merged;

@@ -45,6 +45,7 @@ class ProtocolSet final : public sync::ConsistencyHooks {
   std::optional<std::string> Merge(std::span<const std::string> payloads) override;
   std::string Knowledge() override;
   std::string Trim(std::string payload, const std::string& knowledge) override;
+  std::string Untrim(std::string payload) override;
 
  private:
   // Each payload's entries, by protocol (in members_' order).

@@ -146,6 +146,34 @@ std::string WriteNoticeLog::Trim(const std::string& payload, const std::string& 
   return kept.SerializeAsString();
 }
 
+std::string WriteNoticeLog::Untrim(const std::string& payload) const {
+  if (payload.empty()) return payload;  // no payload, nothing trimmed
+  wire::WriteNotices notices = Parse(payload);
+  std::map<Key, std::uint64_t> merged;
+  for (int i = 0; i < notices.pages_size(); ++i) {
+    std::uint64_t& interval = merged[{notices.pages(i), notices.writers(i)}];
+    interval = std::max(interval, notices.intervals(i));
+  }
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [key, interval] : log_) {
+      std::uint64_t& newest = merged[key];
+      newest = std::max(newest, interval);
+    }
+  }
+  // Sender, flags and knowledge stay: the payload is still the releaser's.
+  notices.clear_pages();
+  notices.clear_writers();
+  notices.clear_intervals();
+  notices.mutable_pages()->Reserve(static_cast<int>(merged.size()));
+  for (const auto& [key, interval] : merged) {
+    notices.add_pages(key.first);
+    notices.add_writers(key.second);
+    notices.add_intervals(interval);
+  }
+  return notices.SerializeAsString();
+}
+
 std::size_t WriteNoticeLog::ForgetKnownEverywhere(std::span<const std::string> payloads) {
   const std::vector<std::uint64_t> least = LeastKnown(payloads, size_);
   if (least.empty()) return 0;

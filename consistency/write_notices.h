@@ -79,6 +79,13 @@ class WriteNoticeLog {
   // payload (an Encode) without the notices that a node whose Knowledge() was knowledge has.
   // Throws lmdx::Error when either is malformed.
   static std::string Trim(const std::string& payload, const std::string& knowledge);
+  // payload (an Encode, perhaps trimmed by this node's Knowledge()) with every notice of this log
+  // added, the newest interval of each page and writer kept: a lock grant that this node passes
+  // on untaken. The log holds every notice the trim left out (each was at most the newest
+  // interval logged of its writer, so it is here or, forgotten at a barrier, known everywhere),
+  // and whatever else it adds this node would send at any release of its own. Throws lmdx::Error
+  // when payload is malformed.
+  std::string Untrim(const std::string& payload) const;
 
   // The newest interval of writer that payloads name (0 if none).
   static std::uint64_t NewestOf(std::span<const std::string> payloads, int writer);

@@ -63,6 +63,15 @@ class ConsistencyHooks {
     (void)knowledge;
     return payload;
   }
+  // payload, a lock grant that Trim cut to what this node lacked, with what the cut left out put
+  // back: every bit of this node's own knowledge the protocol would pass on at a release. A grant
+  // that reaches a node with no thread left to take it (its only waiter was killed after the
+  // request left) goes on to the next holder, whose acquire follows the same release, so the
+  // payload must again be whole before Trim cuts it for that holder; what the first cut removed
+  // is what this node already had, so its own knowledge holds it. Hooks that override Trim must
+  // override this too. Runs on the progress thread under the sync layer's lock: it must not
+  // block. Never throws: a payload it cannot read stays as it is.
+  virtual std::string Untrim(std::string payload) { return payload; }
 };
 
 // Sends nothing and ignores what arrives.

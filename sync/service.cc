@@ -458,6 +458,15 @@ void Service::ForwardLocked(Object& lock, int requester, std::string knowledge, 
 void Service::GrantLocked(Object& lock, std::string payload, Actions& actions) {
   lock.token_here = true;
   lock.requested = false;
+  if (lock.queue.empty()) {
+    // Nobody here takes the grant: the threads that asked were killed in their wait. The payload
+    // was trimmed by this node's knowledge, yet it goes on (to `next`, a later request or a
+    // trylock's probe) to a node whose acquire follows the release as much as if it came from
+    // the releaser, and a second trim cannot bring back what the first removed. That part is in
+    // this node's own notices, so the hooks put it back here, once, for every way the token may
+    // leave; the releaser could not have known that nobody would take the grant.
+    payload = CurrentConsistencyHooks()->Untrim(std::move(payload));
+  }
   lock.released = std::move(payload);
   ServeLocalLocked(lock, actions);
 }

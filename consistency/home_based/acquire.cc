@@ -134,6 +134,11 @@ std::string HomeBasedProtocol::Trim(std::string payload, const std::string& know
   return WriteNoticeLog::Trim(payload, knowledge);
 }
 
+std::string HomeBasedProtocol::Untrim(std::string payload) {
+  if (kind_ != HomeBasedKind::kHlrc && kind_ != HomeBasedKind::kLrc) return payload;
+  return notices_.Untrim(payload);
+}
+
 std::optional<std::string> HomeBasedProtocol::MergePayloads(std::span<const std::string> payloads) {
   if (kind_ == HomeBasedKind::kHlrc || kind_ == HomeBasedKind::kLrc) {
     return WriteNoticeLog::MergeEncoded(payloads, node_.size());

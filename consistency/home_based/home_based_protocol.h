@@ -78,6 +78,8 @@ class HomeBasedProtocol final : public Protocol {
   // hlrc and lrc: a lock grant leaves out the notices its acquirer already has.
   std::string Knowledge() override;
   std::string Trim(std::string payload, const std::string& knowledge) override;
+  // A grant passed on untaken gets this node's whole log back (sync/consistency_hooks.h says why).
+  std::string Untrim(std::string payload) override;
 
  private:
   // This node's state of a page beyond its access (guarded by state_mutex_; a page's entry is

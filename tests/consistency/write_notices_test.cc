@@ -341,4 +341,26 @@ TEST(WriteNoticeTrimTest, AGrantLeavesOutWhatTheAcquirerKnows) {
   EXPECT_THROW(WriteNoticeLog::Trim(first, std::string("\xff\xff", 2)), Error);
 }
 
+// A grant trimmed for a node that then passes it on untaken gets back what the trim left out, so
+// a third node that knew nothing hears of every notice.
+TEST(WriteNoticeTrimTest, AGrantPassedOnUntakenGetsBackWhatItsTrimLeftOut) {
+  WriteNoticeLog writer(0, 3);
+  writer.Close(std::vector<PageId>{10});  // interval 1
+  WriteNoticeLog between(1, 3);
+  std::vector<std::string> earlier{writer.Encode()};
+  between.Merge(earlier);                 // learns of page 10 by another way
+  writer.Close(std::vector<PageId>{11});  // interval 2
+  std::string trimmed = WriteNoticeLog::Trim(writer.Encode(), between.Knowledge());
+  WriteNoticeLog next(2, 3);
+  std::vector<std::string> as_it_came{trimmed};
+  EXPECT_EQ(WriteNoticeLog(2, 3).Merge(as_it_came).pages, std::vector<PageId>{11});
+  std::vector<std::string> untrimmed{
+      WriteNoticeLog::Trim(between.Untrim(trimmed), next.Knowledge())};
+  WriteNoticeLog::Received got = next.Merge(untrimmed);
+  EXPECT_EQ(got.pages, (std::vector<PageId>{10, 11}));
+  EXPECT_EQ(got.senders, std::set<int>{0});  // still the releaser's payload
+  EXPECT_EQ(between.Untrim(std::string()), std::string());
+  EXPECT_THROW(between.Untrim(std::string("\xff\xff", 2)), Error);
+}
+
 }  // namespace lmdx::consistency

@@ -25,6 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   attempt([&] { log.Merge(payloads); });
   attempt([&] { static_cast<void>(WriteNoticeLog::MergeEncoded(payloads, nodes)); });
   attempt([&] { static_cast<void>(WriteNoticeLog::Trim(payloads[0], knowledge)); });
+  attempt([&] { static_cast<void>(log.Untrim(payloads[1])); });
   attempt([&] { static_cast<void>(WriteNoticeLog::NewestOf(payloads, rank)); });
   attempt([&] { log.ForgetKnownEverywhere(payloads); });
   return 0;

@@ -2,8 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 
 #include "tests/testing/job_runner.h"
+#include "tests/testing/scoped_env.h"
 
 namespace lmdx::testing {
 namespace {
@@ -79,6 +81,31 @@ TEST(ConsistencyHooksTest, PayloadsLargerThanAFramesBodyArriveWhole) {
     EXPECT_GE(std::atol(job.out.c_str() + at + line.size()), expected[rank]) << job.out;
   }
 }
+
+// A grant that reaches a node whose only waiter was killed after its request went out was
+// trimmed for that node; the next holder, through a forward, a later lock or a trylock, must
+// still see what was written before the release (programs/killed_waiter.cc).
+using KilledWaiterCase = std::tuple<const char*, const char*>;  // protocol, variant
+
+class KilledWaiterTest : public ::testing::TestWithParam<KilledWaiterCase> {};
+
+TEST_P(KilledWaiterTest, TheNextHolderSeesTheWritesBeforeTheRelease) {
+  const auto [protocol, variant] = GetParam();
+  ScopedEnv protocol_env("LMDX_PROTOCOL", protocol);
+  JobResult job = RunJob(Program("KILLED_WAITER"), 3, {variant}, {}, std::chrono::seconds(60));
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  EXPECT_NE(job.out.find(std::string("rank 2: ") + variant + ": x seen as written"),
+            std::string::npos)
+      << job.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Grants, KilledWaiterTest,
+                         ::testing::Combine(::testing::Values("hlrc", "lrc"),
+                                            ::testing::Values("rest", "forward", "trylock")),
+                         [](const ::testing::TestParamInfo<KilledWaiterCase>& info) {
+                           return std::string(std::get<0>(info.param)) + "_" +
+                                  std::get<1>(info.param);
+                         });
 
 TEST(MisuseTest, EveryMisuseIsReportedWithObjectAndRank) {
   JobResult job = RunJob(Program("MISUSE"), 2, {"return"});
