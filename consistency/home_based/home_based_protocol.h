@@ -159,8 +159,9 @@ class HomeBasedProtocol final : public Protocol {
   // Fetches again, in one message per home, the pages an acquire invalidated that were in use.
   void Refetch(const std::vector<PageId>& pages);
   // hlrc at a home: takes write access and the twin from pages of its own that other nodes wrote
-  // (their diffs may have landed in its memory one-sided, past the twin); pages that then differ
-  // from their twin count as written by this node (home_rewritten_).
+  // (their diffs may have landed in its memory one-sided, past the twin); each counts as written
+  // by this node (home_rewritten_). Flush's rule for held home pages covers the same case; this
+  // keeps the page out of the home's hands until it writes again.
   void DropHomeTwins(const std::vector<PageId>& pages);
 
   // ---- lrc (lazy.cc)
@@ -233,8 +234,8 @@ class HomeBasedProtocol final : public Protocol {
   std::mutex state_mutex_;
   std::unordered_map<PageId, CopyState> states_;
   std::vector<PageId> dirty_;  // written since the last flush (a twin taken, or a home write)
-  // hlrc: home pages whose twin an acquire dropped while they differed from it (DropHomeTwins):
-  // the next release closes a notice for each, as for a page it diffed.
+  // hlrc: home pages whose twin an acquire dropped (DropHomeTwins): the next release closes a
+  // notice for each, as for a page it diffed.
   std::vector<PageId> home_rewritten_;  // guarded by state_mutex_
   // update: the home's writes to pages it served while writing them (HandOverWritable), for the
   // copies held before; sent first at the next release.
