@@ -80,6 +80,7 @@ dsm::Options DsmOptions(const config::Settings& settings) {
                                                         : dsm::AccessControl::kAuto;
   options.stats_json = settings.stats_json;
   options.one_sided = settings.dsm_one_sided != "off";
+  options.fetch_ahead = settings.dsm_fetch_ahead != "off";
   options.policy_for = [&settings](std::string_view name, const dsm::Creator& creator) {
     return RegionPolicyFor(settings, name, creator);
   };

@@ -985,6 +985,9 @@ Settings MakeSettings(const Config& config, const Environment& env, const std::s
                                     "a way of setting page access", settings.dsm_access);
   settings.dsm_one_sided = ParseChoice(env, "LMDX_DSM_ONE_SIDED", {"auto", "off"},
                                        "a way of reaching home copies", settings.dsm_one_sided);
+  settings.dsm_fetch_ahead =
+      ParseChoice(env, "LMDX_DSM_FETCH_AHEAD", {"auto", "off"},
+                  "a choice of fetching ahead of strided faults", settings.dsm_fetch_ahead);
 
   if (dsm.protocol() != PROTOCOL_DEFAULT) settings.protocol = dsm.protocol();
   settings.protocol =

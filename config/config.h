@@ -108,6 +108,8 @@ struct Settings {
   // How home copies are reached where they may be (LMDX_DSM_ONE_SIDED): "auto" reads and writes
   // them straight in the home's memory where the pair's network allows, "off" always asks the home.
   std::string dsm_one_sided = "auto";
+  // Faults on a strided walk fetch the pages ahead of it (LMDX_DSM_FETCH_AHEAD): "auto" or "off".
+  std::string dsm_fetch_ahead = "auto";
   Protocol protocol = SC;               // for variables no region names
   Protocol heap_protocol = SC;          // the shared heap's: dsm.heap, else protocol
   Home home = BLOCK;                    // for variables no region names
@@ -162,10 +164,10 @@ struct Settings {
 using Environment = std::map<std::string, std::string, std::less<>>;
 
 // The variables this layer reads.
-inline constexpr std::array<std::string_view, 11> kEnvironmentVariables = {
-    "LMDX_CONFIG",         "LMDX_DSM_SIZE",   "LMDX_DSM_BASE",     "LMDX_PROTOCOL",
-    "LMDX_DSM_HOME",       "LMDX_STATS",      "LMDX_STATS_JSON",   "LMDX_PLACEMENT",
-    "LMDX_LRC_DIFF_LIMIT", "LMDX_DSM_ACCESS", "LMDX_DSM_ONE_SIDED"};
+inline constexpr std::array<std::string_view, 12> kEnvironmentVariables = {
+    "LMDX_CONFIG",         "LMDX_DSM_SIZE",   "LMDX_DSM_BASE",      "LMDX_PROTOCOL",
+    "LMDX_DSM_HOME",       "LMDX_STATS",      "LMDX_STATS_JSON",    "LMDX_PLACEMENT",
+    "LMDX_LRC_DIFF_LIMIT", "LMDX_DSM_ACCESS", "LMDX_DSM_ONE_SIDED", "LMDX_DSM_FETCH_AHEAD"};
 
 // Those of kEnvironmentVariables the process has.
 Environment ProcessEnvironment();

@@ -37,16 +37,21 @@ struct Counters {
   Counter updates_sent{0};            // diffs sent to copy holders (update)
   Counter pages_refetched{0};         // invalidated pages fetched again at the acquire
   Counter pages_prefetched{0};        // pages of a faulting page's coherence unit brought with it
-  Counter protection_changes{0};      // protection changes (each over a run of pages)
+  // Pages a fault on a strided walk brought ahead of the walk
+  // (home_based/internal/fault_streams.h), and of those the ones the walk went through before its
+  // next fault: the fetch ahead was used.
+  Counter pages_streamed{0};
+  Counter streamed_used{0};
+  Counter protection_changes{0};  // protection changes (each over a run of pages)
   // lrc.
-  Counter diffs_fetched{0};    // other writers' diffs fetched at faults and by homes
-  Counter diffs_discarded{0};  // this node's diffs dropped by a garbage collection
-  Counter kept_diff_peak{0};   // the most bytes of diffs this node kept at once
-  Counter homes_taken{0};      // first-touch pages this node became the home of
+  Counter diffs_fetched{0};         // other writers' diffs fetched at faults and by homes
+  Counter diffs_discarded{0};       // this node's diffs dropped by a garbage collection
+  Counter kept_diff_peak{0};        // the most bytes of diffs this node kept at once
+  Counter homes_taken{0};           // first-touch pages this node became the home of
   Counter home_updates_sent{0};     // fetched copies this node told their homes about
   Counter home_updates_applied{0};  // such copies this node, their home, took in
-  Counter release_ns{0};       // time in the protocol at releases
-  Counter acquire_ns{0};       // time in the protocol at acquires
+  Counter release_ns{0};            // time in the protocol at releases
+  Counter acquire_ns{0};            // time in the protocol at acquires
 
   static void Add(Counter& counter, std::uint64_t amount = 1) {
     counter.fetch_add(amount, std::memory_order_relaxed);

@@ -39,6 +39,10 @@ struct Placement {
   // every page of it that has the same home.
   PageId unit_first = 0;
   std::uint32_t unit_pages = 1;
+  // The page's region, [region_first, region_first + region_pages): pages fetched ahead of a
+  // fault stay inside it, as the pages beyond may run under another protocol.
+  PageId region_first = 0;
+  std::uint64_t region_pages = 0;
 };
 
 // Bytes to write into a page of another node's copy: length bytes at offset.

@@ -58,6 +58,9 @@ struct Options {
   // it, where the pair's network allows (shm, fabric), unless LMDX_DSM_ONE_SIDED=off
   // (dsm/home_access.h).
   bool one_sided = true;
+  // update, rc, hlrc, lrc: a fault on a strided walk brings the pages ahead of it
+  // (LMDX_DSM_FETCH_AHEAD; consistency/home_based/internal/fault_streams.h).
+  bool fetch_ahead = true;
   // How page access is set: userfaultfd where the kernel offers it unless LMDX_DSM_ACCESS says.
   AccessControl access = AccessControl::kAuto;
   bool stats = false;

@@ -22,6 +22,8 @@ consistency::Placement Region::PlacementOf(consistency::PageId page, int size) c
   placement.unit_first = first_page + index / unit * unit;
   placement.unit_pages = static_cast<std::uint32_t>(
       std::min<std::uint64_t>(unit, first_page + page_count - placement.unit_first));
+  placement.region_first = first_page;
+  placement.region_pages = page_count;
   switch (home) {
     case HomePolicy::kBlock: placement.home = static_cast<int>(index * nodes / page_count); break;
     case HomePolicy::kCyclic: placement.home = static_cast<int>(index / unit % nodes); break;

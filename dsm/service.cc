@@ -114,6 +114,7 @@ Service::Service(net::Node& node, Options options)
       table_(space_.page_count()) {
   consistency::ProtocolSet::Settings settings;
   settings.home_based.refetch_at_acquire = options_.refetch_at_acquire;
+  settings.home_based.fetch_ahead = options_.fetch_ahead;
   settings.home_based.lrc_diff_limit = options_.lrc_diff_limit;
   protocols_ = std::make_shared<consistency::ProtocolSet>(node_, *this, table_, settings);
   heap_protocol_ = &Named(options_.heap_protocol, "the shared heap");
@@ -327,6 +328,8 @@ consistency::Placement Service::PlacementOf(PageId page) {
     consistency::Placement heap;
     heap.home = owner;
     heap.unit_first = page;
+    heap.region_first = page;  // no fetch ahead among heap blocks, which belong to anyone
+    heap.region_pages = 1;
     return heap;
   }
   if (page >= space_.variable_pages()) return {};

@@ -51,6 +51,8 @@ void FillCounters(const consistency::Counters& counters, wire::NodeStats& stats)
   stats.set_updates_sent(value(counters.updates_sent));
   stats.set_pages_refetched(value(counters.pages_refetched));
   stats.set_pages_prefetched(value(counters.pages_prefetched));
+  stats.set_pages_streamed(value(counters.pages_streamed));
+  stats.set_streamed_used(value(counters.streamed_used));
   stats.set_pages_read_directly(value(counters.pages_read_directly));
   stats.set_diffs_written_directly(value(counters.diffs_written_directly));
   stats.set_diffs_fetched(value(counters.diffs_fetched));

@@ -35,16 +35,18 @@ std::string FormatStatsTable(const wire::JobStats& job) {
              node.explicit_gets(), node.explicit_puts(), node.messages_sent(), node.bytes_sent(),
              node.fault_ms());
   }
-  out += Line("%4s %7s %7s %10s %8s %8s %8s %8s %8s %9s %9s %8s %10s %10s\n", "rank", "twins",
-              "diffs", "diff-bytes", "applied", "notices", "updates", "refetch", "prefetch",
-              "direct-rd", "direct-wr", "protect", "release-ms", "acquire-ms");
+  out += Line("%4s %7s %7s %10s %8s %8s %8s %8s %8s %8s %9s %9s %9s %8s %10s %10s\n", "rank",
+              "twins", "diffs", "diff-bytes", "applied", "notices", "updates", "refetch",
+              "prefetch", "streamed", "strm-used", "direct-rd", "direct-wr", "protect",
+              "release-ms", "acquire-ms");
   for (const auto& node : job.nodes()) {
-    out +=
-        Line("%4d %7lu %7lu %10lu %8lu %8lu %8lu %8lu %8lu %9lu %9lu %8lu %10.2f %10.2f\n",
-             node.rank(), node.twins(), node.diffs_made(), node.diff_bytes(), node.diffs_applied(),
-             node.write_notices(), node.updates_sent(), node.pages_refetched(),
-             node.pages_prefetched(), node.pages_read_directly(), node.diffs_written_directly(),
-             node.protection_changes(), node.release_ms(), node.acquire_ms());
+    out += Line(
+        "%4d %7lu %7lu %10lu %8lu %8lu %8lu %8lu %8lu %8lu %9lu %9lu %9lu %8lu %10.2f %10.2f\n",
+        node.rank(), node.twins(), node.diffs_made(), node.diff_bytes(), node.diffs_applied(),
+        node.write_notices(), node.updates_sent(), node.pages_refetched(), node.pages_prefetched(),
+        node.pages_streamed(), node.streamed_used(), node.pages_read_directly(),
+        node.diffs_written_directly(), node.protection_changes(), node.release_ms(),
+        node.acquire_ms());
   }
   bool lazy = false;
   for (const auto& node : job.nodes())

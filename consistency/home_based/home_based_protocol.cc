@@ -125,11 +125,12 @@ void HomeBasedProtocol::Obtain(PageId page, Access wanted) {
       refetch_credit_[page] = kRefetchCredit;
     }
     lock.unlock();
-    std::vector<PageId> pages = UnitToFetch(page, placement, home);
+    Batches by_home{{home, UnitToFetch(page, placement, home)}};
+    if (settings_.fetch_ahead) AddStreamAhead(page, placement, by_home);
     // A fiber must not park while it holds a page busy: a sibling fiber of the same worker that
     // faults on the page would block the worker the holder needs to resume.
     net::NoParkingScope holding_a_page;
-    FetchAndInstall({{home, std::move(pages)}});
+    FetchAndInstall(by_home);
     lock.lock();
   }
 }
@@ -152,6 +153,29 @@ std::vector<PageId> HomeBasedProtocol::UnitToFetch(PageId page, const Placement&
   std::sort(pages.begin(), pages.end());
   Counters::Add(counters_.pages_prefetched, pages.size() - 1);
   return pages;
+}
+
+void HomeBasedProtocol::AddStreamAhead(PageId page, const Placement& placement, Batches& by_home) {
+  const internal::FaultStreams::Ahead ahead = streams_.OnFault(page);
+  Counters::Add(counters_.streamed_used, ahead.confirmed);
+  const auto region_end = placement.region_first + placement.region_pages;
+  std::uint64_t added = 0;
+  for (std::uint32_t step = 1; step <= ahead.count; ++step) {
+    const auto other = static_cast<PageId>(static_cast<std::int64_t>(page) + ahead.stride * step);
+    if (other < placement.region_first || other >= region_end) break;
+    // As in a coherence unit: an unclaimed first-touch page is left to its own fault, and a page
+    // homed here is the home's to open.
+    const int home = KnownHomeOf(other);
+    if (home < 0 || home == node_.rank()) continue;
+    std::lock_guard lock(table_.StripeMutex(other));
+    if (table_.busy(other) || table_.access(other) != Access::kNone) continue;
+    table_.set_busy(other, true);
+    std::vector<PageId>& pages = by_home[home];
+    // Sorted per home, as FetchAndInstall's runs of protection changes want them.
+    pages.insert(std::upper_bound(pages.begin(), pages.end(), other), other);
+    ++added;
+  }
+  Counters::Add(counters_.pages_streamed, added);
 }
 
 void HomeBasedProtocol::OpenAtHome(PageId page, Access wanted) {

@@ -44,6 +44,7 @@
 
 #include "consistency/counters.h"
 #include "consistency/diff.h"
+#include "consistency/home_based/internal/fault_streams.h"
 #include "consistency/home_based/internal/first_touch_homes.h"
 #include "consistency/home_based/internal/home_directory.h"
 #include "consistency/page_table.h"
@@ -59,6 +60,8 @@ class HomeBasedProtocol final : public Protocol {
   struct Settings {
     // hlrc, lrc: refetch at the acquire the pages it invalidated that this node was using.
     bool refetch_at_acquire = true;
+    // A fault on a strided walk brings the pages ahead of it (internal/fault_streams.h).
+    bool fetch_ahead = true;
     // lrc: the bytes of diffs a node keeps before it asks for a garbage collection.
     std::uint64_t lrc_diff_limit = 64 << 20;
   };
@@ -123,6 +126,9 @@ class HomeBasedProtocol final : public Protocol {
   void OpenAtHome(PageId page, Access wanted);
   // Marks busy and returns the pages a read fault on page fetches: its coherence unit's.
   std::vector<PageId> UnitToFetch(PageId page, const Placement& placement, int home);
+  // Marks busy and adds to by_home the pages of a strided walk ahead of page, once the fault
+  // shows one (internal/fault_streams.h): pages of its region this node lacks, homed elsewhere.
+  void AddStreamAhead(PageId page, const Placement& placement, Batches& by_home);
   void StartWriting(PageId page);
   // Fetches pages (all busy, owned by the caller) from their homes, one request per home in
   // parallel, and installs them readable; a page invalidated meanwhile is left without access.
@@ -229,6 +235,7 @@ class HomeBasedProtocol final : public Protocol {
   Settings settings_;
   internal::HomeDirectory directory_;
   internal::FirstTouchHomes first_touch_homes_;
+  internal::FaultStreams streams_;
   WriteNoticeLog notices_;
 
   std::mutex state_mutex_;

@@ -304,6 +304,14 @@ TEST(ConfigTest, HowHomeCopiesAreReachedComesFromTheEnvironment) {
             "LMDX_DSM_ONE_SIDED: \"rdma\" is not a way of reaching home copies (auto or off)");
 }
 
+TEST(ConfigTest, FetchingAheadComesFromTheEnvironment) {
+  EXPECT_EQ(SettingsFromText("", "e").dsm_fetch_ahead, "auto");
+  EXPECT_EQ(SettingsFromText("", "e", {{"LMDX_DSM_FETCH_AHEAD", "OFF"}}).dsm_fetch_ahead, "off");
+  EXPECT_EQ(EnvError({{"LMDX_DSM_FETCH_AHEAD", "always"}}),
+            "LMDX_DSM_FETCH_AHEAD: \"always\" is not a choice of fetching ahead of strided faults "
+            "(auto or off)");
+}
+
 TEST(ConfigTest, LmdxHomeIsTheRepositoryNotAHomeDistribution) {
   // ./lmdx exports LMDX_HOME (the repository) to every process it starts.
   Settings s = LoadSettings({{"LMDX_HOME", "/work/lmdx"}});

@@ -51,7 +51,24 @@ struct Configuration {
 
 struct Tally {
   std::uint64_t jobs = 0, programs = 0, failed = 0;
+  // Pages the protocols fetched ahead of strided walks: what the jobs did of that path.
+  std::uint64_t streamed = 0;
 };
+
+// The sum over the nodes of the job's statistics (LMDX_STATS_JSON) of a counter, 0 when the file
+// is missing (a job that failed before its end).
+std::uint64_t SumOfFigure(const std::string& json_path, const std::string& figure) {
+  std::ifstream in(json_path);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string all = text.str();
+  const std::string key = "\"" + figure + "\": \"";
+  std::uint64_t sum = 0;
+  for (std::size_t at = all.find(key); at != std::string::npos; at = all.find(key, at + 1)) {
+    sum += std::strtoull(all.c_str() + at + key.size(), nullptr, 10);
+  }
+  return sum;
+}
 
 [[noreturn]] void Usage(const std::string& problem) {
   std::fprintf(stderr, "drf_check: %s\n%s", problem.c_str(), kUsage);
@@ -153,13 +170,15 @@ std::string WhatFailed(const testing::JobResult& job) {
   return all.size() > 3000 ? "..." + all.substr(all.size() - 3000) : all;
 }
 
-// Runs one seed's job; true when every read was right.
-bool RunOne(const Options& options, std::uint64_t seed, const Configuration& config) {
+// Runs one seed's job; true when every read was right. Adds the pages fetched ahead to streamed.
+bool RunOne(const Options& options, std::uint64_t seed, const Configuration& config,
+            std::uint64_t& streamed) {
   const Layout layout = MakeLayout(seed, config.protocol, options.programs);
   const std::string stem =
       Scratch() + "/drf-" + std::to_string(::getpid()) + "-" + std::to_string(seed);
   const std::string conf = stem + ".conf";
   const std::string oracle = stem + ".oracle";
+  const std::string stats = stem + ".json";
   std::ofstream(conf) << layout.ConfigText();
   std::size_t bytes = 0;
   for (const Variable& variable : layout.variables) bytes += variable.pages * kPageBytes;
@@ -185,10 +204,14 @@ bool RunOne(const Options& options, std::uint64_t seed, const Configuration& con
   const testing::JobResult job = testing::RunCommand(
       command,
       {"LMDX_DSM_ONE_SIDED=" + config.one_sided, "LMDX_DSM_ACCESS=" + config.access,
-       "LMDX_TRANSPORT=" + config.transport},
+       "LMDX_TRANSPORT=" + config.transport, "LMDX_STATS=1", "LMDX_STATS_JSON=" + stats},
       std::chrono::seconds(180));
   std::filesystem::remove(conf);
   std::filesystem::remove(oracle);
+  // The nodes' figures, and each protocol's again: the node's own ones, rank by rank, come first
+  // in each node's record, so the protocols' part is counted too; halve.
+  streamed += SumOfFigure(stats, "pages_streamed") / 2;
+  std::filesystem::remove(stats);
   const bool verified = job.exit_code == 0 &&
                         job.out.find("verified: seed " + std::to_string(seed)) != std::string::npos;
   if (!verified) {
@@ -220,7 +243,7 @@ int Main(int argc, char** argv) {
     if (options.seconds && elapsed >= *options.seconds) break;
     const Configuration& config = configurations[seed % configurations.size()];
     Tally& tally = tallies[config.Name()];
-    const bool ok = RunOne(options, seed, config);
+    const bool ok = RunOne(options, seed, config, tally.streamed);
     ++tally.jobs;
     tally.programs += static_cast<std::uint64_t>(options.programs);
     if (!ok) {
@@ -237,20 +260,24 @@ int Main(int argc, char** argv) {
     }
   }
   Tally total;
-  std::printf("%-52s %8s %10s %8s\n", "configuration", "jobs", "programs", "failed");
+  std::printf("%-52s %8s %10s %8s %10s\n", "configuration", "jobs", "programs", "failed",
+              "streamed");
   for (const auto& [name, tally] : tallies) {
-    std::printf("%-52s %8llu %10llu %8llu\n", name.c_str(),
+    std::printf("%-52s %8llu %10llu %8llu %10llu\n", name.c_str(),
                 static_cast<unsigned long long>(tally.jobs),
                 static_cast<unsigned long long>(tally.programs),
-                static_cast<unsigned long long>(tally.failed));
+                static_cast<unsigned long long>(tally.failed),
+                static_cast<unsigned long long>(tally.streamed));
     total.jobs += tally.jobs;
     total.programs += tally.programs;
     total.failed += tally.failed;
+    total.streamed += tally.streamed;
   }
-  std::printf("%llu programs in %llu jobs, %llu jobs failed, %.0f s\n",
+  std::printf("%llu programs in %llu jobs, %llu jobs failed, %llu pages fetched ahead, %.0f s\n",
               static_cast<unsigned long long>(total.programs),
               static_cast<unsigned long long>(total.jobs),
               static_cast<unsigned long long>(total.failed),
+              static_cast<unsigned long long>(total.streamed),
               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return total.failed == 0 ? 0 : 1;
 }

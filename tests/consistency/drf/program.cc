@@ -95,8 +95,20 @@ class RoundMaker {
       const int loc = rng_.Int(static_cast<int>(program_.locations.size()));
       if (std::count(hot_.begin(), hot_.end(), loc) == 0) hot_.push_back(loc);
     }
+    // A large variable is often all one thread's for the round, or all read-only: a phase in
+    // which one thread fills it and, after the barrier, every thread reads it (a band of a
+    // matrix), so that walks over it fault on page after page.
+    std::map<int, Mode> whole;
+    for (int v = 0; v < static_cast<int>(layout.variables.size()); ++v) {
+      if (layout.variables[v].pages < 8 || !rng_.Chance(50)) continue;
+      whole[v] = rng_.Chance(50) ? Mode{Mode::kOwned, rng_.Int(threads)} : Mode{Mode::kShared, -1};
+    }
     // Modes for the round: everything before it is ordered before everything in it.
     for (std::size_t loc = 0; loc < program_.locations.size(); ++loc) {
+      if (auto one = whole.find(program_.locations[loc].variable); one != whole.end()) {
+        mode_.push_back(one->second);
+        continue;
+      }
       // Hot locations are guarded by a lock more often: many writers, one after another.
       const bool is_hot = std::count(hot_.begin(), hot_.end(), static_cast<int>(loc)) > 0;
       if (is_hot && (static_cast<int>(loc) == hot_.front() || rng_.Chance(60))) {
@@ -171,7 +183,9 @@ class RoundMaker {
     }
     if (holding_[t] >= 0) {
       // Critical sections stay short, so that a lock passes between many threads in a round.
-      if (pick < 45) {
+      if (pick < 3) {
+        Sweep(t);
+      } else if (pick < 45) {
         Access(t);
       } else if (pick < 80) {
         Unlock(t);
@@ -184,7 +198,9 @@ class RoundMaker {
       }
       return;
     }
-    if (pick < 45) {
+    if (pick < 8) {
+      Sweep(t);
+    } else if (pick < 45) {
       Access(t);
     } else if (pick < 75) {
       Lock(t);
@@ -221,15 +237,22 @@ class RoundMaker {
     return owned;
   }
 
+  // Whether thread t may write location loc now (it owns it, or holds its lock), or read it.
+  bool MayWrite(int t, int loc) const {
+    const Mode& mode = mode_[loc];
+    return (mode.kind == Mode::kOwned && mode.who == t) ||
+           (mode.kind == Mode::kLocked && mode.who == holding_[t]);
+  }
+  bool MayRead(int t, int loc) const {
+    return MayWrite(t, loc) || mode_[loc].kind == Mode::kShared;
+  }
+
   void Access(int t) {
     std::vector<int> readable;
     std::vector<int> writable;
     for (int loc = 0; loc < static_cast<int>(mode_.size()); ++loc) {
-      const Mode& mode = mode_[loc];
-      const bool mine = (mode.kind == Mode::kOwned && mode.who == t) ||
-                        (mode.kind == Mode::kLocked && mode.who == holding_[t]);
-      if (mine) writable.push_back(loc);
-      if (mine || mode.kind == Mode::kShared) readable.push_back(loc);
+      if (MayWrite(t, loc)) writable.push_back(loc);
+      if (MayRead(t, loc)) readable.push_back(loc);
     }
     if (readable.empty()) return;
     const bool write = !writable.empty() && rng_.Chance(50);
@@ -249,6 +272,33 @@ class RoundMaker {
       Emit({explicit_copy ? OpKind::kPut : OpKind::kWrite, t, loc, ValueFor(loc, t)});
     } else {
       Emit({explicit_copy ? OpKind::kGet : OpKind::kRead, t, loc});
+    }
+  }
+
+  // A walk over one variable in address order, forwards or back, every page or every few pages,
+  // one access to each page on its way that t may make: the strided faults on which the
+  // home-based protocols fetch the pages ahead of a walk (home_based/internal/fault_streams.h).
+  void Sweep(int t) {
+    const int variable = program_.locations[rng_.Below(program_.locations.size())].variable;
+    const bool write = rng_.Chance(40);
+    const std::size_t stride = rng_.Chance(70) ? 1 : 2 + rng_.Below(3);
+    const std::size_t phase = rng_.Below(stride);
+    std::map<std::size_t, int> by_page;  // page -> the first location there t may access
+    for (int loc = 0; loc < static_cast<int>(mode_.size()); ++loc) {
+      const Location& location = program_.locations[loc];
+      if (location.variable != variable || !(write ? MayWrite(t, loc) : MayRead(t, loc))) continue;
+      const std::size_t page = location.offset / kPageBytes;
+      if (page % stride == phase) by_page.try_emplace(page, loc);
+    }
+    std::vector<int> walk;
+    for (const auto& [page, loc] : by_page) walk.push_back(loc);
+    if (rng_.Chance(25)) std::reverse(walk.begin(), walk.end());
+    for (int loc : walk) {
+      if (write) {
+        Emit({OpKind::kWrite, t, loc, ValueFor(loc, t)});
+      } else {
+        Emit({OpKind::kRead, t, loc});
+      }
     }
   }
 
@@ -438,7 +488,7 @@ Layout MakeLayout(std::uint64_t seed, const std::string& protocol, int programs)
   const std::size_t first = rng.Below(kProtocols.size());
   for (int v = 0; v < variables; ++v) {
     layout.variables.push_back(
-        {"fz_v" + std::to_string(v), 1 + rng.Below(3),
+        {"fz_v" + std::to_string(v), rng.Chance(30) ? 8 + rng.Below(25) : 1 + rng.Below(3),
          mixed ? kProtocols[(first + static_cast<std::size_t>(v)) % kProtocols.size()] : protocol,
          rng.Pick(kHomes)});
   }

@@ -2,10 +2,10 @@
 // "Checking the protocols").
 //
 // A job (one seed) has a layout: its nodes, its LMDX threads per node, and a few shared variables
-// of a few pages each under protocols and home distributions of their own. It runs a sequence of
-// programs over that layout. A program is a few rounds; in each round every node's main thread
-// starts the round's other threads (on its own node or another), all threads run their operations,
-// the mains join what they started and meet at lmdx_barrier_all.
+// of 1 to 3 pages, or 8 to 32, under protocols and home distributions of their own. It runs a
+// sequence of programs over that layout. A program is a few rounds; in each round every node's main
+// thread starts the round's other threads (on its own node or another), all threads run their
+// operations, the mains join what they started and meet at lmdx_barrier_all.
 //
 // The operations of a round are drawn as one global sequence, a schedule that could run as it is.
 // Every location (a word or a single byte, several per page, so that pages are falsely shared) is
