@@ -21,6 +21,9 @@ const std::vector<Benchmark>& Benchmarks() {
        "page fault, upgrade and lmdx_get costs next to latency + transfer + local fault, 2 nodes"},
       {"reads", "benchmarks/dsm/reads_bench",
        "refetch faults under hlrc read from the home's memory and asked by messages, 2 nodes"},
+      {"walk", "benchmarks/dsm/walk_bench",
+       "one rank reading and writing a large variable homed elsewhere in order, MB/s, fetch "
+       "ahead on and off, 2 nodes"},
       {"protocols", "benchmarks/protocols/protocols_bench",
        "every sample (1, 2, 4 nodes) and sharing pattern (2, 4 nodes) under every protocol: "
        "time, faults, messages, bytes"},

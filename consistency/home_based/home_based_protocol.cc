@@ -126,11 +126,15 @@ void HomeBasedProtocol::Obtain(PageId page, Access wanted) {
     }
     lock.unlock();
     Batches by_home{{home, UnitToFetch(page, placement, home)}};
-    if (settings_.fetch_ahead) AddStreamAhead(page, placement, by_home);
+    std::vector<PageId> ahead;
+    if (settings_.fetch_ahead) ahead = AddStreamAhead(page, placement, by_home);
     // A fiber must not park while it holds a page busy: a sibling fiber of the same worker that
     // faults on the page would block the worker the holder needs to resume.
     net::NoParkingScope holding_a_page;
     FetchAndInstall(by_home);
+    // A walk that writes goes on writing: the pages ahead open for writing now, in a protection
+    // change per run, rather than at an upgrade fault each.
+    if (wanted == Access::kWrite && !ahead.empty()) StartWritingAll(ahead);
     lock.lock();
   }
 }
@@ -155,11 +159,12 @@ std::vector<PageId> HomeBasedProtocol::UnitToFetch(PageId page, const Placement&
   return pages;
 }
 
-void HomeBasedProtocol::AddStreamAhead(PageId page, const Placement& placement, Batches& by_home) {
+std::vector<PageId> HomeBasedProtocol::AddStreamAhead(PageId page, const Placement& placement,
+                                                      Batches& by_home) {
   const internal::FaultStreams::Ahead ahead = streams_.OnFault(page);
   Counters::Add(counters_.streamed_used, ahead.confirmed);
   const auto region_end = placement.region_first + placement.region_pages;
-  std::uint64_t added = 0;
+  std::vector<PageId> added;
   for (std::uint32_t step = 1; step <= ahead.count; ++step) {
     const auto other = static_cast<PageId>(static_cast<std::int64_t>(page) + ahead.stride * step);
     if (other < placement.region_first || other >= region_end) break;
@@ -173,9 +178,10 @@ void HomeBasedProtocol::AddStreamAhead(PageId page, const Placement& placement, 
     std::vector<PageId>& pages = by_home[home];
     // Sorted per home, as FetchAndInstall's runs of protection changes want them.
     pages.insert(std::upper_bound(pages.begin(), pages.end(), other), other);
-    ++added;
+    added.push_back(other);
   }
-  Counters::Add(counters_.pages_streamed, added);
+  Counters::Add(counters_.pages_streamed, added.size());
+  return added;
 }
 
 void HomeBasedProtocol::OpenAtHome(PageId page, Access wanted) {
@@ -211,6 +217,37 @@ void HomeBasedProtocol::StartWriting(PageId page) {
   }
   memory_.Protect(page, 1, Access::kWrite);
   table_.set_access(page, Access::kWrite);
+}
+
+void HomeBasedProtocol::StartWritingAll(const std::vector<PageId>& pages) {
+  // What an upgrade fault on each page would do (StartWriting), for the pages still readable and
+  // free: the pages stay busy between the twin and the protection change, and an invalidation
+  // meanwhile wins (EndTransition keeps what the twin shows as written, which is nothing yet).
+  std::vector<PageId> held;
+  for (PageId page : pages) {
+    std::lock_guard lock(table_.StripeMutex(page));
+    if (table_.busy(page) || table_.access(page) != Access::kRead) continue;
+    table_.set_busy(page, true);
+    held.push_back(page);
+  }
+  {
+    std::lock_guard state(state_mutex_);
+    for (PageId page : held) {
+      CopyState& copy = states_[page];
+      if (!copy.twin) {
+        copy.twin = std::make_unique<std::byte[]>(memory_.page_bytes());
+        std::memcpy(copy.twin.get(), memory_.SystemView(page), memory_.page_bytes());
+        Counters::Add(counters_.twins);
+      }
+      dirty_.push_back(page);
+    }
+  }
+  std::sort(held.begin(), held.end());
+  ProtectPages(held, Access::kWrite);
+  for (PageId page : held) {
+    std::lock_guard lock(table_.StripeMutex(page));
+    EndTransition(page, Access::kWrite);
+  }
 }
 
 void HomeBasedProtocol::ApplyToCopy(PageId page, std::span<const std::uint8_t> diff) {

@@ -118,6 +118,10 @@ class HomeBasedProtocol final : public Protocol {
     int quiet_releases = 0;  // releases since the kept-writable page last changed
   };
   static constexpr int kQuietReleasesKept = 2;
+  // hlrc: a batch of diffs with more runs than both of these goes to its home as a message
+  // rather than one-sided (WriteDiffsAtHome).
+  static constexpr std::size_t kOneSidedRuns = 4096;
+  static constexpr std::size_t kOneSidedRunsPerPage = 32;
   // lrc: a fetched copy that lacked at least this many diffs is described to its home.
   static constexpr std::size_t kHomeUpdateDiffs = 4;
   using Batches = std::map<int, std::vector<PageId>>;  // destination -> pages
@@ -128,8 +132,12 @@ class HomeBasedProtocol final : public Protocol {
   std::vector<PageId> UnitToFetch(PageId page, const Placement& placement, int home);
   // Marks busy and adds to by_home the pages of a strided walk ahead of page, once the fault
   // shows one (internal/fault_streams.h): pages of its region this node lacks, homed elsewhere.
-  void AddStreamAhead(PageId page, const Placement& placement, Batches& by_home);
+  // Returns them.
+  std::vector<PageId> AddStreamAhead(PageId page, const Placement& placement, Batches& by_home);
   void StartWriting(PageId page);
+  // StartWriting for each of pages (not homed here) still readable and not held, in one
+  // protection change per run.
+  void StartWritingAll(const std::vector<PageId>& pages);
   // Fetches pages (all busy, owned by the caller) from their homes, one request per home in
   // parallel, and installs them readable; a page invalidated meanwhile is left without access.
   void FetchAndInstall(const Batches& by_home);
