@@ -9,6 +9,7 @@
 #include "consistency/home_based/home_based.pb.h"
 #include "consistency/home_based/internal/message_types.h"
 #include "consistency/home_based/internal/open_pause.h"
+#include "consistency/home_based/internal/staging_buffer.h"
 
 namespace lmdx::consistency {
 
@@ -320,7 +321,7 @@ void HomeBasedProtocol::FetchAndInstall(const Batches& by_home) {
     // answer comes: the answer says which batches the home had applied. No newer write of this
     // node intervenes, as the page is held throughout.
     std::vector<OwnDiffs> own_writes;
-    std::vector<std::byte> staging;
+    internal::StagingBuffer staging;
     // Read from the home's memory rather than asked for (PageMemory::ReadHomeCopies).
     bool direct = false;
     bool got = false;  // staging holds the pages
@@ -370,7 +371,7 @@ void HomeBasedProtocol::FetchAndInstall(const Batches& by_home) {
     }
     for (Fetch* fetch : {&asked, &read}) {
       if (fetch->pages.empty()) continue;
-      fetch->staging.resize(fetch->pages.size() * page_bytes);
+      fetch->staging = internal::StagingBuffer(fetch->pages.size() * page_bytes);
       fetches.push_back(std::move(*fetch));
     }
   }
