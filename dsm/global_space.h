@@ -56,6 +56,13 @@ class GlobalSpace {
   // See PageAccess: faults that say read or write, and the repair of a page's entry.
   bool faults_report_access_type() const { return access_->reports_access_type(); }
   void Restore(PageId page, consistency::Access access) { access_->Restore(AppView(page), access); }
+  // PageAccess::PrepareUntouched and MapUntouched.
+  std::uint64_t PrepareUntouched(PageId first, std::uint64_t count) {
+    return access_->PrepareUntouched(AppView(first), count);
+  }
+  void MapUntouched(PageId page, consistency::Access access) {
+    access_->MapUntouched(AppView(page), access);
+  }
   // Under mprotect: opens page when it was closed to keep the view's mappings within the kernel's
   // limit (PageAccess::OpenIfNarrowed).
   bool OpenIfNarrowed(PageId page) { return access_->OpenIfNarrowed(AppView(page)); }

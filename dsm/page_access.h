@@ -50,6 +50,20 @@ class PageAccess {
   virtual bool reports_access_type() const = 0;
   // Makes the entry of one page match `access` again, allocating it if it was never touched.
   virtual void Restore(std::byte* page, consistency::Access access) = 0;
+  // After a fault that Restore served (a first touch, mostly): how many of the `pages` pages from
+  // `first` have no entry, counted from the first, with the memory behind them allocated in one
+  // call, so that MapUntouched can give each its entry before the thread walks into it. 0 where a
+  // first touch costs no fault of the handler's (mprotect: the kernel maps it by itself).
+  virtual std::uint64_t PrepareUntouched(std::byte* first, std::uint64_t pages) {
+    (void)first;
+    (void)pages;
+    return 0;
+  }
+  // Gives page, prepared by PrepareUntouched, an entry with `access` if it still has none.
+  virtual void MapUntouched(std::byte* page, consistency::Access access) {
+    (void)page;
+    (void)access;
+  }
   // True when page's protection was stricter than the access last Set (mprotect closes pages to
   // keep the view's mappings within the kernel's limit): it is opened to that access again and
   // the faulting access is retried. False when the fault is the protocol's to serve.

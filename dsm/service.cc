@@ -596,13 +596,36 @@ void Service::RestoreEntry(PageId page, Access wanted) {
   // dropped the entry (memory reclaimed). Access changes only under the stripe lock, so the
   // entry made here matches the table; a page in transition is left to its transaction.
   try {
-    std::lock_guard lock(table_.StripeMutex(page));
-    Access now = table_.access(page);
-    if (now >= wanted && !table_.busy(page)) space_.Restore(page, now);
+    {
+      std::lock_guard lock(table_.StripeMutex(page));
+      Access now = table_.access(page);
+      if (now >= wanted && !table_.busy(page)) space_.Restore(page, now);
+    }
     consistency::Counters::Add(KnownCountersOf(page).local_faults);
+    MapAhead(page);
   } catch (const std::exception& error) {
     fatal_("a shared page at " + Hex(space_.AppView(page)) +
            " could not be mapped: " + error.what());
+  }
+}
+
+void Service::MapAhead(PageId page) {
+  // A first touch is most often the start of a fill or a sweep of fresh pages: the pages after it
+  // that this node may use and that have no entry yet get theirs now, at a system call or two
+  // each, rather than at a fault each (about 10 µs here), as the kernel does for private memory.
+  constexpr std::uint64_t kAhead = 63;
+  const PageId first = page + 1;
+  PageId end = first;
+  while (end < first + kAhead && end < space_.page_count() && table_.access(end) != Access::kNone)
+    ++end;
+  if (end == first) return;
+  const std::uint64_t untouched = space_.PrepareUntouched(first, end - first);
+  for (PageId next = first; next < first + untouched; ++next) {
+    // Under the page's lock and only when no transition holds it: protection changes happen so,
+    // so the entry made matches the access the protocol set.
+    std::lock_guard lock(table_.StripeMutex(next));
+    if (table_.busy(next)) continue;
+    space_.MapUntouched(next, table_.access(next));
   }
 }
 

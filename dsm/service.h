@@ -59,6 +59,8 @@ class Service final : public consistency::PageMemory {
   // nearest variable below it and how far past its end the access is.
   std::string WildAccessText(void* address, FaultType type);
   void RestoreEntry(PageId page, consistency::Access wanted);
+  // Under userfaultfd, after a local fault: entries for the untouched pages after page.
+  void MapAhead(PageId page);
   // The signal that carries this node's faults on shared memory (SIGSEGV under mprotect, SIGBUS
   // under userfaultfd) when the calling thread blocks it, else nullptr. A fault of such a thread
   // never reaches the handler: the kernel kills the process at once. One system call.

@@ -118,6 +118,9 @@ void HomeBasedProtocol::Obtain(PageId page, Access wanted) {
     if (now == Access::kRead) {
       Counters::Add(counters_.upgrades);
       StartWriting(page);
+      lock.unlock();
+      // A walk that writes over copies this node holds: the pages ahead open for writing too.
+      if (settings_.fetch_ahead) UpgradeAhead(page, placement);
       return;
     }
     table_.set_busy(page, true);
@@ -220,7 +223,21 @@ void HomeBasedProtocol::StartWriting(PageId page) {
   table_.set_access(page, Access::kWrite);
 }
 
-void HomeBasedProtocol::StartWritingAll(const std::vector<PageId>& pages) {
+void HomeBasedProtocol::UpgradeAhead(PageId page, const Placement& placement) {
+  const internal::FaultStreams::Ahead ahead = streams_.OnFault(page);
+  Counters::Add(counters_.streamed_used, ahead.confirmed);
+  const auto region_end = placement.region_first + placement.region_pages;
+  std::vector<PageId> pages;
+  for (std::uint32_t step = 1; step <= ahead.count; ++step) {
+    const auto other = static_cast<PageId>(static_cast<std::int64_t>(page) + ahead.stride * step);
+    if (other < placement.region_first || other >= region_end) break;
+    const int home = KnownHomeOf(other);
+    if (home >= 0 && home != node_.rank()) pages.push_back(other);
+  }
+  Counters::Add(counters_.pages_streamed, StartWritingAll(pages));
+}
+
+std::size_t HomeBasedProtocol::StartWritingAll(const std::vector<PageId>& pages) {
   // What an upgrade fault on each page would do (StartWriting), for the pages still readable and
   // free: the pages stay busy between the twin and the protection change, and an invalidation
   // meanwhile wins (EndTransition keeps what the twin shows as written, which is nothing yet).
@@ -249,6 +266,7 @@ void HomeBasedProtocol::StartWritingAll(const std::vector<PageId>& pages) {
     std::lock_guard lock(table_.StripeMutex(page));
     EndTransition(page, Access::kWrite);
   }
+  return held.size();
 }
 
 void HomeBasedProtocol::ApplyToCopy(PageId page, std::span<const std::uint8_t> diff) {

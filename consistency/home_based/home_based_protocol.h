@@ -136,8 +136,11 @@ class HomeBasedProtocol final : public Protocol {
   std::vector<PageId> AddStreamAhead(PageId page, const Placement& placement, Batches& by_home);
   void StartWriting(PageId page);
   // StartWriting for each of pages (not homed here) still readable and not held, in one
-  // protection change per run.
-  void StartWritingAll(const std::vector<PageId>& pages);
+  // protection change per run; returns how many it opened.
+  std::size_t StartWritingAll(const std::vector<PageId>& pages);
+  // After an upgrade fault on page (not homed here): the readable pages ahead of a walk that
+  // writes (internal/fault_streams.h) open for writing too.
+  void UpgradeAhead(PageId page, const Placement& placement);
   // Fetches pages (all busy, owned by the caller) from their homes, one request per home in
   // parallel, and installs them readable; a page invalidated meanwhile is left without access.
   void FetchAndInstall(const Batches& by_home);

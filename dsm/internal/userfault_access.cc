@@ -137,6 +137,27 @@ void UserfaultAccess::Restore(std::byte* page, consistency::Access access) {
   Continue(page, page + page_bytes_, read_only, /*allocate=*/true);
 }
 
+std::uint64_t UserfaultAccess::PrepareUntouched(std::byte* first, std::uint64_t pages) {
+  std::vector<std::uint64_t> entries(pages);
+  ReadPresence(first, pages, entries.data());
+  std::uint64_t untouched = 0;
+  while (untouched < pages && (entries[untouched] & kPresent) == 0) ++untouched;
+  if (untouched == 0) return 0;
+  // Allocates the holes of the run and leaves pages that have contents as they are.
+  if (::fallocate(memory_, 0, static_cast<off_t>(first - view_),
+                  static_cast<off_t>(untouched * page_bytes_)) != 0) {
+    ThrowSystemError("allocating " + std::to_string(untouched) + " shared pages", errno,
+                     LMDX_ERR_NO_MEMORY);
+  }
+  return untouched;
+}
+
+void UserfaultAccess::MapUntouched(std::byte* page, consistency::Access access) {
+  if (access == consistency::Access::kNone) return;
+  // An entry made meanwhile (a fault of another thread, or a protection change) is left as it is.
+  Continue(page, page + page_bytes_, access == consistency::Access::kRead, /*allocate=*/true);
+}
+
 void UserfaultAccess::WriteProtect(std::byte* first, std::uint64_t bytes, bool protect) {
   uffdio_writeprotect change{};
   change.range.start = Address(first);

@@ -23,6 +23,8 @@ class UserfaultAccess final : public PageAccess {
   void Set(std::byte* first, std::uint64_t pages, consistency::Access access) override;
   bool reports_access_type() const override { return true; }
   void Restore(std::byte* page, consistency::Access access) override;
+  std::uint64_t PrepareUntouched(std::byte* first, std::uint64_t pages) override;
+  void MapUntouched(std::byte* page, consistency::Access access) override;
 
  private:
   UserfaultAccess(Fd fault_fd, Fd pagemap, std::byte* view, int memory);

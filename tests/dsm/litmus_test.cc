@@ -119,6 +119,11 @@ TEST_P(LmdxThreadsOfANodeSharingOneLock, KeepTheirOwnWritesAndSeeTheLockedOnes) 
   Verify("lmdx_threads_one_lock", 200);
 }
 
+// Walks over large variables: a sweep, a column walk backwards and a band written word by word,
+// whose faults fetch (or open for writing) the pages ahead of the walk.
+LMDX_LITMUS_SUITE(Walks, "walks");
+TEST_P(Walks, ReadersSeeEveryWordOfEveryWalk) { Verify("walks", 4); }
+
 // The protocol `steps` after `protocol` in kProtocols' order.
 std::string NextProtocol(const std::string& protocol, int steps) {
   for (std::size_t i = 0; i < std::size(kProtocols); ++i) {
@@ -286,6 +291,34 @@ TEST_P(CoherenceUnits, AReadFaultBringsItsUnitAndReadersSeeTheData) {
 
 INSTANTIATE_TEST_SUITE_P(Protocols, CoherenceUnits,
                          ::testing::Values("update", "rc", "lrc", "hlrc"));
+
+// The multiple-writer protocols fetch the pages ahead of a walk with its faults, and open those
+// ahead of a walk that writes over copies the node holds: with LMDX_DSM_FETCH_AHEAD=off each page
+// faults alone. Under userfaultfd the first touches of a band map the untouched pages after them.
+class FetchAhead : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(FetchAhead, AWalkTakesAFractionOfThePageFaultsAndReadsTheSameData) {
+  ScopedEnv protocol("LMDX_PROTOCOL", GetParam());
+  JobResult ahead = ExpectVerified("walks", 2, 2, {"--stats"});
+  const std::string with = ahead.out + ahead.err;
+  JobResult alone = [] {
+    ScopedEnv off("LMDX_DSM_FETCH_AHEAD", "off");
+    return ExpectVerified("walks", 2, 2, {"--stats"});
+  }();
+  const std::string without = alone.out + alone.err;
+  EXPECT_GT(StatsColumnSum(with, "streamed"), 128u) << with;
+  EXPECT_GT(StatsColumnSum(with, "strm-used"), 0u) << with;
+  EXPECT_EQ(StatsColumnSum(without, "streamed"), 0u) << without;
+  // Each node walks the other's band of 128 pages at least once reading and once writing.
+  EXPECT_GE(StatsColumnSum(without, "rfault"), 2 * 128u) << without;
+  EXPECT_GE(StatsColumnSum(without, "wfault"), 2 * 128u) << without;
+  EXPECT_LT(4 * StatsColumnSum(with, "rfault"), StatsColumnSum(without, "rfault")) << with;
+  EXPECT_LT(2 * StatsColumnSum(with, "wfault"), StatsColumnSum(without, "wfault")) << with;
+  // Two bands of 128 fresh pages, touched first by their homes: a handful of local faults.
+  EXPECT_LT(StatsColumnSum(with, "local"), 2 * 128u / 4) << with;
+}
+
+INSTANTIATE_TEST_SUITE_P(Protocols, FetchAhead, ::testing::Values("update", "rc", "lrc", "hlrc"));
 
 // One-sided access to home copies (process_vm_readv and _writev between the processes of this
 // host): a fault that fetches again a page this node held before reads the home's copy from the

@@ -11,6 +11,7 @@
 // reader holds a copy of the data from the iteration before (it checked it), which the new writes
 // must invalidate or update: a protocol that forgets a copy shows here as a stale value.
 #include "tests/dsm/programs/lazy_scenarios.h"
+#include "tests/dsm/programs/walk_scenarios.h"
 #include "tests/dsm/programs/litmus_support.h"
 
 #include <lmdx/lmdx.h>
@@ -546,6 +547,7 @@ int Run(int argc, char** argv) {
       {"home_writes_back", HomeWritesBack},
       {"notices_across_a_barrier", NoticesAcrossABarrier},
       {"home_served_while_writing", HomeServedWhileWriting},
+      {"walks", Walks},
       {"racy_sc", RacySc},
       {"self_test", SelfTest},
   };
