@@ -1,8 +1,9 @@
-// `lmdx bench protocols`: every sample under every protocol on 1, 2 and 4 nodes, then every
-// synthetic sharing pattern (benchmarks/protocols/patterns.cc) under every protocol on 2 and 4
-// nodes (flags choose), each run through `lmdx run` as a user runs it, verified by the program
-// itself; writes results.json, results.csv, results.md and a chart per sample into --out, and
-// prints the tables. The lmdx tool execs this with LMDX_TOOL set.
+// `lmdx bench protocols`: every sample under every protocol on 1, 2 and 4 nodes, beside its
+// message, MPI and plain-threads versions, then every synthetic sharing pattern
+// (benchmarks/protocols/patterns.cc) under every protocol on 2 and 4 nodes (flags choose), each
+// run through `lmdx run` as a user runs it (the threads versions directly), verified by the
+// program itself; writes results.json, results.csv, results.md and a chart per sample into --out,
+// and prints the tables. The lmdx tool execs this with LMDX_TOOL set.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -49,7 +50,8 @@ const PatternSpec* PatternNamed(const std::string& name) {
 std::string CheckSetup(const ReportSetup& setup) {
   for (const std::string& name : setup.samples) {
     if (SampleNamed(name) == nullptr) {
-      return "--samples: no sample '" + name + "' (known: jacobi, matmul, fft, radix, prodcons)";
+      return "--samples: no sample '" + name +
+             "' (known: jacobi, matmul, fft, radix, prodcons, lu)";
     }
   }
   for (const std::string& name : setup.patterns) {
@@ -82,7 +84,7 @@ std::string CheckSetup(const ReportSetup& setup) {
 int Main(int argc, char** argv) {
   std::string tool;
   if (const char* env = std::getenv("LMDX_TOOL")) tool = env;
-  std::string samples = "jacobi,matmul,fft,radix,prodcons";
+  std::string samples = "jacobi,matmul,fft,radix,prodcons,lu";
   std::string protocols = "sc,update,rc,lrc,hlrc";
   std::string nodes = "1,2,4";
   std::string patterns = "prodcons,migratory,false-sharing,read-mostly,neighbour";
@@ -110,12 +112,12 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(1, 20))
       ->capture_default_str();
   app.add_flag("--no-baselines", no_baselines,
-               "skip the samples' explicit-message and MPI versions");
+               "skip the samples' explicit-message, MPI and plain-threads versions");
   app.footer(
       "Each run is `lmdx run SAMPLE -n N --protocol P` at the sample's default size "
       "(or --quick's), then `lmdx run patterns -n N --protocol P -- PATTERN` for the sharing "
-      "patterns; a run that fails or is not verified is reported as failed and the driver exits "
-      "1 at the end.");
+      "patterns; the threads version runs as `SAMPLE_threads --workers N`, one process. A run "
+      "that fails or is not verified is reported as failed and the driver exits 1 at the end.");
   CLI11_PARSE(app, argc, argv);
   if (tool.empty()) {
     std::cerr << "lmdx bench protocols: LMDX_TOOL is not set; run it as `lmdx bench protocols`\n";
@@ -142,8 +144,9 @@ int Main(int argc, char** argv) {
     return 1;
   }
 
-  // What runs: every protocol, then the sample's message and MPI versions, on every node count;
-  // then every pattern under every protocol on the patterns' node counts.
+  // What runs: every protocol, then the sample's message, MPI and plain-threads versions, on
+  // every node count (the threads version with as many threads as nodes); then every pattern
+  // under every protocol on the patterns' node counts.
   struct Planned {
     const SampleSpec* sample;    // a sample's run, or
     const PatternSpec* pattern;  // a pattern's: one of the two is null
@@ -156,6 +159,7 @@ int Main(int argc, char** argv) {
     std::vector<std::string> variants = setup.protocols;
     if (!no_baselines && !sample->message_binary.empty()) variants.push_back(kMessages);
     if (!no_baselines && !sample->mpi_binary.empty()) variants.push_back(kMpi);
+    if (!no_baselines && !sample->threads_binary.empty()) variants.push_back(kThreads);
     for (const std::string& variant : variants) {
       for (int n : setup.nodes) plan.push_back({sample, nullptr, variant, n});
     }
@@ -191,6 +195,8 @@ int Main(int argc, char** argv) {
           run = RunMessageVersion(tool, bin_dir, sample, args, step.nodes, out);
         } else if (step.variant == kMpi) {
           run = RunMpiVersion(bin_dir, sample, args, step.nodes, out);
+        } else if (step.variant == kThreads) {
+          run = RunThreadsVersion(bin_dir, sample, args, step.nodes, out);
         } else {
           run = RunSample(tool, sample, args, step.variant, step.nodes, out);
         }

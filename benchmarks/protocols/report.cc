@@ -39,6 +39,10 @@ std::string Fixed(double value, int decimals) {
   return text;
 }
 
+// Rows with a time and nothing else: OpenMPI's own traffic is not counted, and the plain threads
+// send nothing.
+bool TimeOnly(const std::string& variant) { return variant == kMpi || variant == kThreads; }
+
 // The same protocol's time on 1 node over this run's: how much the nodes bought.
 std::string SpeedUp(const std::vector<RunResult>& runs, const RunResult& run) {
   const RunResult* one = Find(runs, run.sample, run.protocol, 1);
@@ -46,11 +50,20 @@ std::string SpeedUp(const std::vector<RunResult>& runs, const RunResult& run) {
   return Fixed(one->seconds / run.seconds, 2);
 }
 
-// The rows of a sample: the protocols asked for, then its message and MPI versions if they ran.
+// This run's time over the plain-threads version's with as many threads as this run has nodes:
+// what running the kernel across nodes cost against the same kernel over private memory.
+std::string OverThreads(const std::vector<RunResult>& runs, const RunResult& run) {
+  const RunResult* threads = Find(runs, run.sample, kThreads, run.nodes);
+  if (threads == nullptr || threads->seconds <= 0) return "";
+  return Fixed(run.seconds / threads->seconds, 2);
+}
+
+// The rows of a sample: the protocols asked for, then its message, MPI and threads versions if
+// they ran (the time-only ones last, which the charts rely on).
 std::vector<std::string> Variants(const ReportSetup& setup, const std::vector<RunResult>& runs,
                                   const std::string& sample) {
   std::vector<std::string> variants = setup.protocols;
-  for (const char* baseline : {kMessages, kMpi}) {
+  for (const char* baseline : {kMessages, kMpi, kThreads}) {
     for (const RunResult& run : runs) {
       if (run.sample == sample && run.protocol == baseline) {
         variants.push_back(baseline);
@@ -64,7 +77,7 @@ std::vector<std::string> Variants(const ReportSetup& setup, const std::vector<Ru
 // This run's bytes over the message version's on as many nodes: what sharing memory cost in
 // traffic against writing the messages by hand.
 std::string BytesOverMessages(const std::vector<RunResult>& runs, const RunResult& run) {
-  if (run.protocol == kMpi || run.protocol == kMessages) return "";
+  if (TimeOnly(run.protocol) || run.protocol == kMessages) return "";
   const RunResult* messages = Find(runs, run.sample, kMessages, run.nodes);
   if (messages == nullptr || messages->bytes <= 0) return "";
   return Fixed(run.bytes / messages->bytes, 2);
@@ -115,13 +128,14 @@ void WriteJson(const std::string& path, const ReportSetup& setup,
   out << "  ]\n}\n";
 }
 
-// The last column says which table a row belongs to, so that the columns before stay where they
-// were: `sample` holds the pattern's name in a pattern's row.
+// The column `kind` says which table a row belongs to (`sample` holds the pattern's name in a
+// pattern's row); columns added later come after it, so that the ones before stay where they were.
 void WriteCsv(const std::string& path, const std::vector<RunResult>& runs,
               const std::vector<RunResult>& pattern_runs) {
   std::ofstream out(path);
   out << "sample,protocol,nodes,ok,seconds,speedup_vs_1_node,read_faults,write_faults,"
-         "pages_fetched,diffs_made,diff_bytes,messages,bytes,bytes_over_messages,kind\n";
+         "pages_fetched,diffs_made,diff_bytes,messages,bytes,bytes_over_messages,kind,"
+         "time_over_threads\n";
   for (const auto* list : {&runs, &pattern_runs}) {
     const char* kind = list == &runs ? "sample" : "pattern";
     for (const RunResult& r : *list) {
@@ -129,7 +143,8 @@ void WriteCsv(const std::string& path, const std::vector<RunResult>& runs,
           << Fixed(r.seconds, 4) << ',' << SpeedUp(*list, r) << ',' << Fixed(r.read_faults, 0)
           << ',' << Fixed(r.write_faults, 0) << ',' << Fixed(r.pages_fetched, 0) << ','
           << Fixed(r.diffs_made, 0) << ',' << Fixed(r.diff_bytes, 0) << ',' << Fixed(r.messages, 0)
-          << ',' << Fixed(r.bytes, 0) << ',' << BytesOverMessages(*list, r) << ',' << kind << '\n';
+          << ',' << Fixed(r.bytes, 0) << ',' << BytesOverMessages(*list, r) << ',' << kind << ','
+          << OverThreads(*list, r) << '\n';
     }
   }
 }
@@ -138,23 +153,24 @@ std::string MarkdownTable(const ReportSetup& setup, const std::vector<RunResult>
   std::ostringstream md;
   for (const std::string& sample : setup.samples) {
     md << "\n### " << sample << "\n\n"
-       << "| protocol | nodes | time (s) | vs 1 node | faults (read + write) | pages fetched | "
-          "diffs | messages | MB sent | bytes / message version's |\n"
-       << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+       << "| protocol | nodes | time (s) | vs 1 node | vs threads | faults (read + write) | "
+          "pages fetched | diffs | messages | MB sent | bytes / message version's |\n"
+       << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
     for (const std::string& protocol : Variants(setup, runs, sample)) {
       for (int nodes : setup.nodes) {
         md << "| " << protocol << " | " << nodes << " | ";
         const RunResult* r = Attempt(runs, sample, protocol, nodes);
         if (r == nullptr || !r->ok) {
-          md << "failed: " << (r ? r->failure : "not run") << " | | | | | | | |\n";
+          md << "failed: " << (r ? r->failure : "not run") << " | | | | | | | | |\n";
           continue;
         }
-        if (r->protocol == kMpi) {  // OpenMPI's own traffic is not counted
-          md << Fixed(r->seconds, 3) << " | " << SpeedUp(runs, *r) << " | | | | | | |\n";
+        md << Fixed(r->seconds, 3) << " | " << SpeedUp(runs, *r) << " | " << OverThreads(runs, *r)
+           << " | ";
+        if (TimeOnly(r->protocol)) {
+          md << "| | | | | |\n";
           continue;
         }
-        md << Fixed(r->seconds, 3) << " | " << SpeedUp(runs, *r) << " | "
-           << Fixed(r->read_faults + r->write_faults, 0) << " | " << Fixed(r->pages_fetched, 0)
+        md << Fixed(r->read_faults + r->write_faults, 0) << " | " << Fixed(r->pages_fetched, 0)
            << " | " << Fixed(r->diffs_made, 0) << " | " << Fixed(r->messages, 0) << " | "
            << Fixed(r->bytes / 1e6, 2) << " | " << BytesOverMessages(runs, *r) << " |\n";
       }
@@ -215,7 +231,8 @@ std::string WriteReport(const std::string& dir, const ReportSetup& setup,
   std::ofstream md(dir + "/results.md");
   md << "# Protocol report (" << Today() << ", " << ::sysconf(_SC_NPROCESSORS_ONLN) << " cores, "
      << (setup.quick ? "quick" : "default") << " sizes)\n\n"
-     << "Time is each program's own figure for its parallel part; faults, fetches, diffs, "
+     << "Time is each program's own figure for its parallel part; vs threads is that time over "
+        "the plain-threads version's with as many threads as nodes; faults, fetches, diffs, "
         "messages and bytes are sums over the nodes of the protocol statistics.\n"
      << tables;
   return tables;
@@ -254,7 +271,7 @@ std::vector<std::string> DrawCharts(const std::string& dir, const ReportSetup& s
         data << nodes;
         for (const std::string& p : variants) {
           const RunResult* r = Find(runs, sample, p, nodes);
-          bool counted = r != nullptr && (m == 0 || r->protocol != kMpi);
+          bool counted = r != nullptr && (m == 0 || !TimeOnly(r->protocol));
           data << ' ' << (counted ? std::to_string(metric.value(*r)) : "NaN");
         }
         data << '\n';
@@ -271,10 +288,10 @@ std::vector<std::string> DrawCharts(const std::string& dir, const ReportSetup& s
            << "set style fill solid 0.8 border -1\nset key top left\nset yrange [0:*]\n"
            << "set xlabel 'nodes'\n";
     for (std::size_t m = 0; m < std::size(metrics); ++m) {
-      // MPI's column (always the last) has a time and nothing else: gnuplot refuses a column
-      // with no point at all.
+      // MPI's and the threads' columns (always the last) have a time and nothing else: gnuplot
+      // refuses a column with no point at all.
       std::size_t columns = variants.size();
-      if (m > 0 && variants.back() == kMpi) --columns;
+      while (m > 0 && columns > 0 && TimeOnly(variants[columns - 1])) --columns;
       script << "set title '" << metrics[m].title << "'\nplot for [c=2:" << columns + 1 << "] '"
              << data_file << "' index " << m << " using c:xtic(1) title columnheader\n";
     }

@@ -19,15 +19,38 @@ const std::vector<SampleSpec>& ReportSamples() {
        {},
        {"--size", "256", "--iterations", "20"},
        "samples/jacobi/jacobi_msg",
-       "samples/jacobi/jacobi_mpi"},
-      {"matmul", {}, {"--size", "128"}, "samples/matmul/matmul_msg", ""},
-      {"fft", {}, {"--log2-points", "12"}, "samples/fft/fft_msg", "samples/fft/fft_mpi"},
-      {"radix", {}, {"--keys", "65536"}, "samples/radix/radix_msg", ""},
+       "samples/jacobi/jacobi_mpi",
+       "samples/jacobi/jacobi_threads"},
+      {"matmul",
+       {},
+       {"--size", "128"},
+       "samples/matmul/matmul_msg",
+       "",
+       "samples/matmul/matmul_threads"},
+      {"fft",
+       {},
+       {"--log2-points", "12"},
+       "samples/fft/fft_msg",
+       "samples/fft/fft_mpi",
+       "samples/fft/fft_threads"},
+      {"radix",
+       {},
+       {"--keys", "65536"},
+       "samples/radix/radix_msg",
+       "",
+       "samples/radix/radix_threads"},
       {"prodcons",
        {"--items", "2000", "--producers", "2", "--consumers", "2"},
        {"--items", "200", "--producers", "2", "--consumers", "2"},
        "samples/prodcons/prodcons_msg",
-       ""},
+       "",
+       "samples/prodcons/prodcons_threads"},
+      {"lu",
+       {},
+       {"--size", "128", "--block", "16"},
+       "samples/lu/lu_msg",
+       "",
+       "samples/lu/lu_threads"},
   };
   return samples;
 }
@@ -202,6 +225,18 @@ RunResult RunMpiVersion(const std::string& bin_dir, const SampleSpec& sample,
     env = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}};
   }
   result.ok = RunAndTime(argv, env, BaseName(program), scratch_dir + "/stderr.txt", result);
+  return result;
+}
+
+RunResult RunThreadsVersion(const std::string& bin_dir, const SampleSpec& sample,
+                            const std::vector<std::string>& args, int nodes,
+                            const std::string& scratch_dir) {
+  RunResult result = Blank(sample.name, kThreads, nodes);
+  const std::string program = bin_dir + "/" + sample.threads_binary;
+  std::vector<std::string> argv = {program};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.insert(argv.end(), {"--workers", std::to_string(nodes)});
+  result.ok = RunAndTime(argv, {}, BaseName(program), scratch_dir + "/stderr.txt", result);
   return result;
 }
 

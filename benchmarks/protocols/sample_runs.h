@@ -15,13 +15,16 @@ struct SampleSpec {
   std::vector<std::string> quick_args;    // --quick: a size that shows every path in a moment
   std::string message_binary;  // under bazel-bin: its explicit-message version, if it has one
   std::string mpi_binary;      // under bazel-bin: its MPI version, if it has one
+  std::string threads_binary;  // under bazel-bin: its POSIX threads version, if it has one
 };
 
-// The rows of the report besides the protocols: a sample's message and MPI versions.
+// The rows of the report besides the protocols: a sample's message, MPI and plain-threads
+// versions.
 inline constexpr const char* kMessages = "messages";
 inline constexpr const char* kMpi = "mpi";
+inline constexpr const char* kThreads = "threads";
 
-// jacobi, matmul, fft, radix, prodcons.
+// jacobi, matmul, fft, radix, prodcons, lu.
 const std::vector<SampleSpec>& ReportSamples();
 
 // A sharing pattern of benchmarks/protocols/patterns.cc and the iterations the report runs.
@@ -39,7 +42,7 @@ inline constexpr const char* kPatternsBinary = "benchmarks/protocols/patterns";
 
 struct RunResult {
   std::string sample;    // or the pattern's name
-  std::string protocol;  // or kMessages, kMpi
+  std::string protocol;  // or kMessages, kMpi, kThreads
   int nodes = 0;
   bool ok = false;
   std::string failure;  // why not ok: the launcher's words or a missing `verified`
@@ -74,6 +77,12 @@ RunResult RunMessageVersion(const std::string& tool, const std::string& bin_dir,
 RunResult RunMpiVersion(const std::string& bin_dir, const SampleSpec& sample,
                         const std::vector<std::string>& args, int nodes,
                         const std::string& scratch_dir);
+
+// The sample's plain-threads version, run directly with `--workers NODES`: one process of that
+// many POSIX threads over private memory, beside the job of as many nodes. Its time only.
+RunResult RunThreadsVersion(const std::string& bin_dir, const SampleSpec& sample,
+                            const std::vector<std::string>& args, int nodes,
+                            const std::string& scratch_dir);
 
 }  // namespace lmdx::bench
 
