@@ -26,6 +26,7 @@ const std::vector<Sample>& Samples() {
       {"fft", "FFT", {"--log2-points", "12"}},
       {"radix", "RADIX", {"--keys", "65536"}},
       {"prodcons", "PRODCONS", {"--items", "300", "--producers", "2", "--consumers", "2"}},
+      {"lu", "LU", {"--size", "128", "--block", "16"}},
   };
   return samples;
 }
@@ -77,7 +78,7 @@ INSTANTIATE_TEST_SUITE_P(Matrix, SampleUnderProtocolTest, ::testing::ValuesIn(Al
 TEST(MessageVersionsTest, VerifyTheirResults) {
   const std::vector<std::pair<const char*, const char*>> versions = {
       {"jacobi", "JACOBI_MSG"}, {"matmul", "MATMUL_MSG"},     {"fft", "FFT_MSG"},
-      {"radix", "RADIX_MSG"},   {"prodcons", "PRODCONS_MSG"},
+      {"radix", "RADIX_MSG"},   {"prodcons", "PRODCONS_MSG"}, {"lu", "LU_MSG"},
   };
   for (const auto& [name, variable] : versions) {
     for (int nodes : {1, 3, 4}) {
@@ -89,16 +90,19 @@ TEST(MessageVersionsTest, VerifyTheirResults) {
   }
 }
 
-// More workers than nodes: uneven bands, and two workers of one node share its copy of a page.
+// More workers than nodes, under every protocol: uneven bands, and two workers of one node share
+// its copy of a page.
 TEST(SampleWorkersTest, MoreWorkersThanNodes) {
-  for (const char* name : {"jacobi", "matmul", "fft", "radix"}) {
-    std::vector<std::string> args = Named(name).small_args;
-    args.insert(args.end(), {"--workers", "3"});
-    JobResult job =
-        RunJob(BinaryFromEnv(Named(name).binary_variable), 2, args, {"--protocol", "hlrc"});
-    ASSERT_EQ(job.exit_code, 0) << name << "\n" << job.out << job.err;
-    EXPECT_NE(job.out.find("3 workers on 2 nodes"), std::string::npos) << job.out;
-    EXPECT_EQ(CountOf(job.out, "\nverified\n"), 1) << job.out;
+  for (const char* name : {"jacobi", "matmul", "fft", "radix", "lu"}) {
+    for (const char* protocol : {"sc", "update", "rc", "lrc", "hlrc"}) {
+      std::vector<std::string> args = Named(name).small_args;
+      args.insert(args.end(), {"--workers", "3"});
+      JobResult job =
+          RunJob(BinaryFromEnv(Named(name).binary_variable), 2, args, {"--protocol", protocol});
+      ASSERT_EQ(job.exit_code, 0) << name << " under " << protocol << "\n" << job.out << job.err;
+      EXPECT_NE(job.out.find("3 workers on 2 nodes"), std::string::npos) << job.out;
+      EXPECT_EQ(CountOf(job.out, "\nverified\n"), 1) << job.out;
+    }
   }
 }
 
@@ -111,6 +115,7 @@ TEST(SampleCheckTest, ASpoiledResultIsReportedAndTheJobFails) {
        std::regex(
            "\nfft: X\\[32\\] = [0-9.e+-]+[+-][0-9.e+-]+i, expected [0-9.e+-]+[+-][0-9.e+-]+i\n$")},
       {"radix", std::regex("\nradix: key\\[32768\\] = [0-9]+, expected [0-9]+\n$")},
+      {"lu", std::regex("\nlu: LU\\[1\\]\\[64\\] = [0-9.e+-]+, expected [0-9.e+-]+\n$")},
   };
   for (const auto& [name, line] : expected) {
     std::vector<std::string> args = Named(name).small_args;
