@@ -31,15 +31,3 @@ int sample_run_threads(const char* program, void* (*fn)(void*), int workers) {
   free(threads);
   return failed;
 }
-
-void* sample_private(const char* program, size_t bytes) {
-  /* Large blocks from malloc start 16 bytes past a page boundary here: lu's block updates ran about
-   * a third slower on such a matrix than on LMDX's page-aligned variable, a difference that had
-   * nothing to do with keeping memory coherent. */
-  void* memory = NULL;
-  if (posix_memalign(&memory, 4096, bytes > 0 ? bytes : 1) != 0) {
-    fprintf(stderr, "%s: no memory for %zu bytes\n", program, bytes);
-    exit(1);
-  }
-  return memory;
-}

@@ -4,8 +4,6 @@
 #ifndef LMDX_SAMPLES_COMMON_SAMPLE_THREADS_H_
 #define LMDX_SAMPLES_COMMON_SAMPLE_THREADS_H_
 
-#include <stddef.h>
-
 #include "samples/common/sample_flags.h"
 
 #ifdef __cplusplus
@@ -16,10 +14,6 @@ extern "C" {
  * prints which worker failed (returned other than NULL) and returns 1. A worker that cannot start
  * ends the process with status 1: those started would wait for it at their barrier for ever. */
 int sample_run_threads(const char* program, void* (*fn)(void*), int workers);
-
-/* bytes of private memory starting on a page boundary, as an LMDX shared variable does, or
- * prints why not and ends the process with status 1. */
-void* sample_private(const char* program, size_t bytes);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,7 @@
 /* samples/fft, plain-threads version: the same six-step transform on POSIX threads over private
- * memory (page-aligned, from malloc), with no LMDX at all, the reference `lmdx bench protocols`
- * shows beside the shared version: its three transposes, all-to-all exchanges between nodes there,
- * are plain memory reads here.
+ * memory (malloc), with no LMDX at all, the reference `lmdx bench protocols` shows beside the
+ * shared version: its three transposes, all-to-all exchanges between nodes there, are plain
+ * memory reads here.
  *
  * Worker w owns the same band of rows of the r x r matrices `data` and `scratch` as in the shared
  * version and does the same phases between the same pthread barriers: transpose, row FFTs and
@@ -89,8 +89,12 @@ int main(int argc, char** argv) {
   run.log2_points = log2_points;
   run.workers = workers;
   run.wrong_result = wrong_result;
-  run.data = sample_private(kProgram, n * sizeof *run.data);
-  run.scratch = sample_private(kProgram, n * sizeof *run.scratch);
+  run.data = malloc(n * sizeof *run.data);
+  run.scratch = malloc(n * sizeof *run.scratch);
+  if (run.data == NULL || run.scratch == NULL) {
+    fprintf(stderr, "%s: no memory for the points\n", kProgram);
+    return 1;
+  }
   pthread_barrier_init(&run.step, NULL, (unsigned)workers);
   if (sample_run_threads(kProgram, worker, workers) != 0) return 1;
   printf("%s: 2^%d points, %d threads: %.3f s\n", kProgram, log2_points, workers, run.seconds);

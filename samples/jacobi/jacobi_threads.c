@@ -1,7 +1,6 @@
 /* samples/jacobi, plain-threads version: the same relaxation on POSIX threads over private memory
- * (page-aligned, from malloc), with no LMDX at all: what the shared-memory version's kernel costs
- * when nothing has to be kept coherent across nodes, the reference `lmdx bench protocols` shows
- * beside it.
+ * (malloc), with no LMDX at all: what the shared-memory version's kernel costs when nothing has
+ * to be kept coherent across nodes, the reference `lmdx bench protocols` shows beside it.
  *
  * Worker w owns the same band of rows as in the shared version, fills it in both grids, and an
  * iteration computes its band of the next grid, then waits at a pthread barrier. The time printed
@@ -71,8 +70,13 @@ int main(int argc, char** argv) {
   run.iterations = iterations;
   run.workers = workers;
   run.wrong_result = wrong_result;
-  for (int g = 0; g < 2; g++)
-    run.grids[g] = sample_private(kProgram, (size_t)size * size * sizeof(double));
+  for (int g = 0; g < 2; g++) {
+    run.grids[g] = malloc((size_t)size * size * sizeof(double));
+    if (run.grids[g] == NULL) {
+      fprintf(stderr, "%s: no memory for the grids\n", kProgram);
+      return 1;
+    }
+  }
   pthread_barrier_init(&run.step, NULL, (unsigned)workers);
   if (sample_run_threads(kProgram, worker, workers) != 0) return 1;
   printf("%s: %dx%d grid, %d iterations, %d threads: %.3f s (%.3f ms per iteration)\n", kProgram,

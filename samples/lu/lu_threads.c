@@ -1,6 +1,6 @@
 /* samples/lu, plain-threads version: the same blocked LU on POSIX threads over private memory
- * (page-aligned, from malloc), with no LMDX at all, the reference `lmdx bench protocols` shows
- * beside the shared and message versions.
+ * (malloc), with no LMDX at all, the reference `lmdx bench protocols` shows beside the shared and
+ * message versions.
  *
  * The same layout (block columns cyclic over the workers, each worker's columns together), the
  * same steps between the same pthread barriers: the owner of column K factors it, everyone waits,
@@ -70,7 +70,11 @@ int main(int argc, char** argv) {
 
   run.layout = lu_layout_of(size, block, workers);
   run.wrong_result = wrong_result;
-  run.matrix = sample_private(kProgram, (size_t)size * size * sizeof *run.matrix);
+  run.matrix = malloc((size_t)size * size * sizeof *run.matrix);
+  if (run.matrix == NULL) {
+    fprintf(stderr, "%s: no memory for the matrix\n", kProgram);
+    return 1;
+  }
   pthread_barrier_init(&run.step, NULL, (unsigned)workers);
   if (sample_run_threads(kProgram, worker, workers) != 0) return 1;
   printf("%s: %dx%d doubles, %dx%d blocks, %d threads: %.3f s\n", kProgram, size, size, block,

@@ -1,7 +1,6 @@
 /* samples/matmul, plain-threads version: the same product on POSIX threads over private memory
- * (page-aligned, from malloc), with no LMDX at all, the reference `lmdx bench protocols` shows
- * beside the shared version: there every node fetches B once; here every thread reads it where it
- * lies.
+ * (malloc), with no LMDX at all, the reference `lmdx bench protocols` shows beside the shared
+ * version: there every node fetches B once; here every thread reads it where it lies.
  *
  * Worker w fills its band of rows of A and B, waits at a pthread barrier, computes its band of C
  * and waits again; the time printed is worker 0's between those two barriers, the span the shared
@@ -63,9 +62,13 @@ int main(int argc, char** argv) {
   run.size = size;
   run.workers = workers;
   run.wrong_result = wrong_result;
-  run.a = sample_private(kProgram, bytes);
-  run.b = sample_private(kProgram, bytes);
-  run.c = sample_private(kProgram, bytes);
+  run.a = malloc(bytes);
+  run.b = malloc(bytes);
+  run.c = malloc(bytes);
+  if (run.a == NULL || run.b == NULL || run.c == NULL) {
+    fprintf(stderr, "%s: no memory for the matrices\n", kProgram);
+    return 1;
+  }
   pthread_barrier_init(&run.step, NULL, (unsigned)workers);
   if (sample_run_threads(kProgram, worker, workers) != 0) return 1;
   printf("%s: %dx%d doubles, %d threads: %.3f s\n", kProgram, size, size, workers, run.seconds);

@@ -1,7 +1,6 @@
 /* samples/radix, plain-threads version: the same sort on POSIX threads over private memory
- * (page-aligned, from malloc), with no LMDX at all, the reference `lmdx bench protocols` shows
- * beside the shared version: the false sharing of the destination array costs cache lines here, not
- * pages.
+ * (malloc), with no LMDX at all, the reference `lmdx bench protocols` shows beside the shared
+ * version: the false sharing of the destination array costs cache lines here, not pages.
  *
  * Worker w owns the same band of keys as in the shared version; a pass counts its band's digits
  * into its row of the histograms, waits at a pthread barrier, sorts its band by the digit in its
@@ -100,10 +99,13 @@ int main(int argc, char** argv) {
   run.radix_bits = radix_bits;
   run.workers = workers;
   run.wrong_result = wrong_result;
-  run.arrays[0] = sample_private(kProgram, (size_t)keys * sizeof(uint32_t));
-  run.arrays[1] = sample_private(kProgram, (size_t)keys * sizeof(uint32_t));
-  run.histograms =
-      sample_private(kProgram, (size_t)workers * ((size_t)1 << radix_bits) * sizeof(uint32_t));
+  run.arrays[0] = malloc((size_t)keys * sizeof(uint32_t));
+  run.arrays[1] = malloc((size_t)keys * sizeof(uint32_t));
+  run.histograms = malloc((size_t)workers * ((size_t)1 << radix_bits) * sizeof(uint32_t));
+  if (run.arrays[0] == NULL || run.arrays[1] == NULL || run.histograms == NULL) {
+    fprintf(stderr, "%s: no memory for the keys\n", kProgram);
+    return 1;
+  }
   pthread_barrier_init(&run.step, NULL, (unsigned)workers);
   if (sample_run_threads(kProgram, worker, workers) != 0) return 1;
   printf("%s: %d keys, %d-bit digits, %d threads: %.3f s\n", kProgram, keys, radix_bits, workers,
