@@ -9,59 +9,12 @@
 #include "base/log.h"
 #include "net/wait_board.h"
 #include "sync/internal/framing.h"
+#include "sync/internal/service_parts.h"
 #include "sync/names.h"
 #include "sync/sync.pb.h"
 
 namespace lmdx::sync {
 namespace {
-
-// Message types, offsets from net::MessageType::kFirstSync. Fields of wire::SyncMessage used:
-enum Offset : int {
-  kLockAcquire = 0,      // node -> manager, one-way: name. Join the distributed queue.
-  kLockForward = 1,      // manager -> last requester, one-way: name, requester.
-  kLockGrant = 2,        // holder -> next holder, one-way: name, payloads (the token).
-  kLockError = 3,        // manager -> requester, one-way: name, code, text.
-  kLockTry = 4,          // node -> manager, request: name. Reply: flag (acquired), payloads.
-  kLockProbe = 5,        // manager -> last requester, one-way: name, requester.
-  kLockProbeResult = 6,  // last requester -> manager, one-way: name, flag, payloads.
-  kBarrierInit = 7,      // node -> manager, request: name, value (count).
-  kBarrierArrive = 8,    // node -> manager, one-way: name, waiter, value (pass), flag (first).
-  kBarrierDepart = 9,    // manager -> node, one-way: name, waiters, payloads, round.
-  kBarrierError = 10,    // manager -> node, one-way: waiter, code, text.
-  kSemaInit = 11,        // node -> manager, request: name, value.
-  kSemaP = 12,           // node -> manager, request: name. Reply (when a unit is free): payloads.
-  kSemaV = 13,           // node -> manager, request: name, payloads.
-  kAllUp = 14,           // child -> parent, one-way: round (epoch), payloads of the subtree.
-  kAllDown = 15,         // parent -> child, one-way: round (epoch), payloads of every rank.
-};
-
-constexpr int kTreeArity = 4;
-constexpr const char* kBarrierAllName = "lmdx_barrier_all";
-
-net::MessageType TypeOf(int offset) {
-  return static_cast<net::MessageType>(static_cast<int>(net::MessageType::kFirstSync) + offset);
-}
-
-std::string Rank(int rank) { return "rank " + std::to_string(rank); }
-
-std::string Quoted(const Object& object) {
-  return std::string(KindName(object.kind)) + " \"" + object.name + "\"";
-}
-
-// What a wait throws when its LMDX thread was killed (lmdx_kill_thread) while it waited: the
-// API's guard turns it into the thread's end.
-Error Killed(const Object& object) {
-  return Error(LMDX_ERR_SHUTDOWN, "the thread was killed while it waited on " + Quoted(object));
-}
-
-std::vector<std::string> PayloadsOf(const wire::SyncMessage& message) {
-  return {message.payloads().begin(), message.payloads().end()};
-}
-
-std::string KindConflict(const std::string& name, ObjectKind is, ObjectKind used_as, int by) {
-  return "\"" + name + "\" is a " + KindName(is) + ", so " + Rank(by) + " cannot use it as a " +
-         KindName(used_as);
-}
 
 std::mutex current_mutex;
 std::shared_ptr<Service> current_service;
@@ -69,64 +22,7 @@ std::atomic<Service*> current_pointer{nullptr};
 
 }  // namespace
 
-// The manager's state of one name.
-struct Service::Managed {
-  ObjectKind kind;
-  // Locks: the tail of the distributed queue, and a trylock probe under way.
-  int last = -1;
-  bool probing = false;
-  net::ReplyTo probe_reply;
-  int probe_requester = -1;
-  struct HeldBack {
-    int source;
-    std::string body;
-    std::optional<net::ReplyTo> try_reply;
-  };
-  std::deque<HeldBack> held_back;  // requests that came during a probe, in order
-  // Barriers.
-  int count = 0;  // 0 until initialized
-  bool broken = false;
-  std::string broken_text;
-  std::uint64_t round = 0;
-  int arrived = 0;
-  std::map<int, std::vector<std::uint64_t>> waiting;  // waiter ids by node
-  // Every thread that ever arrived, as (node, thread): count is the number of participating
-  // threads, so one more than count can never be served.
-  std::set<std::pair<int, std::uint64_t>> participants;
-  std::vector<std::string> payloads;
-  // Semaphores.
-  bool sema_ready = false;
-  std::int64_t init_value = 0;
-  std::int64_t init_units = 0;         // units from init, which carry no payload
-  std::deque<std::string> units;       // units from sema_v, with their payloads
-  std::deque<net::ReplyTo> p_waiters;  // first come, first served
-};
-
-struct Service::Actions {
-  struct Out {
-    int dest;
-    int offset;
-    internal::Framed frame;
-  };
-  struct Err {
-    net::ReplyTo to;
-    lmdx_error code;
-    std::string text;
-  };
-  std::vector<Out> sends;
-  std::vector<std::pair<net::ReplyTo, internal::Framed>> replies;
-  std::vector<Err> errors;
-  std::vector<std::shared_ptr<Waiter>> wakes;
-
-  void Send(int dest, int offset, wire::SyncMessage message) {
-    sends.push_back({dest, offset, internal::Frame(std::move(message))});
-  }
-  void Wake(std::shared_ptr<Waiter> waiter, lmdx_error code = LMDX_OK, std::string text = {}) {
-    waiter->code = code;
-    waiter->text = std::move(text);
-    wakes.push_back(std::move(waiter));
-  }
-};
+using namespace internal;  // NOLINT(google-build-using-namespace): the service's own parts
 
 Service::Service(net::Node& node) : node_(node) {}
 
@@ -750,55 +646,6 @@ void Service::AllDepartLocked(std::uint64_t epoch, std::vector<std::string> payl
   actions.Wake(std::move(waiter));
 }
 
-// ---- Semaphores --------------------------------------------------------------------------------
-
-void Service::SemaInit(Object* sema, int value) {
-  if (value < 0) {
-    throw Error(LMDX_ERR_INVALID_ARGUMENT,
-                Quoted(*sema) + ": the value must not be negative, not " + std::to_string(value));
-  }
-  wire::SyncMessage message;
-  message.set_name(sema->name);
-  message.set_value(value);
-  node_.Request(sema->manager, TypeOf(kSemaInit), message.SerializeAsString());
-}
-
-void Service::SemaP(Object* sema) {
-  {
-    std::lock_guard guard(mutex_);
-    ThrowIfLostLocked();
-  }
-  wire::SyncMessage message;
-  message.set_name(sema->name);
-  // A thread killed while it waits gives back the unit that comes for it later.
-  auto give_back = [this, manager = sema->manager, name = sema->name](net::InboundMessage& late) {
-    try {
-      wire::SyncMessage grant = internal::Unframe(late);
-      wire::SyncMessage v;
-      v.set_name(name);
-      v.add_payloads(grant.payloads_size() > 0 ? grant.payloads(0) : std::string());
-      internal::Framed frame = internal::Frame(std::move(v));
-      node_.Send(manager, TypeOf(kSemaV), std::move(frame.body), std::move(frame.payload));
-    } catch (const Error& error) {
-      DebugLine(std::string("sync: a unit could not be given back: ") + error.what());
-    }
-  };
-  net::WaitReason reason{"semaphore", sema->name};
-  std::optional<net::InboundMessage> answer = node_.RequestUnlessInterrupted(
-      sema->manager, TypeOf(kSemaP), message.SerializeAsString(), give_back, &reason);
-  if (!answer) throw Killed(*sema);
-  wire::SyncMessage reply = internal::Unframe(*answer);
-  CurrentConsistencyHooks()->OnAcquire({ObjectKind::kSemaphore, sema->name}, PayloadsOf(reply));
-}
-
-void Service::SemaV(Object* sema) {
-  wire::SyncMessage message;
-  message.set_name(sema->name);
-  message.add_payloads(CurrentConsistencyHooks()->OnRelease({ObjectKind::kSemaphore, sema->name}));
-  internal::Framed frame = internal::Frame(std::move(message));
-  node_.Request(sema->manager, TypeOf(kSemaV), std::move(frame.body), std::move(frame.payload));
-}
-
 // ---- Handlers ----------------------------------------------------------------------------------
 
 void Service::Handle(int offset, net::Node::Handler handler) {
@@ -924,61 +771,24 @@ void Service::RegisterHandlers() {
 
   on(kSemaInit, [this](int source, Msg m, To to, Actions& a) {
     if (to == nullptr) return;
-    bool kind_ok = true;
-    Managed& managed = ManagedLocked(m.name(), ObjectKind::kSemaphore, source, a, kind_ok);
-    if (!kind_ok) {
-      a.errors.push_back({*to, LMDX_ERR_MISUSE,
-                          KindConflict(m.name(), managed.kind, ObjectKind::kSemaphore, source)});
-    } else if (!managed.sema_ready) {
-      managed.sema_ready = true;
-      managed.init_value = m.value();
-      managed.init_units = m.value();
-      a.replies.emplace_back(*to, internal::Framed{});
-    } else if (managed.init_value == m.value()) {
-      a.replies.emplace_back(*to, internal::Framed{});
-    } else {
-      a.errors.push_back({*to, LMDX_ERR_MISUSE,
-                          "semaphore \"" + m.name() + "\" was initialized with value " +
-                              std::to_string(managed.init_value) + "; " + Rank(source) +
-                              " initializes it again with value " + std::to_string(m.value())});
-    }
+    SemaInitLocked(m.name(), m.value(), source);
+    a.replies.emplace_back(*to, internal::Framed{});
   });
-  auto sema_check = [this](int source, Msg m, To to, Actions& a, const char* call) -> Managed* {
-    bool kind_ok = true;
-    Managed& managed = ManagedLocked(m.name(), ObjectKind::kSemaphore, source, a, kind_ok);
-    if (!kind_ok) {
-      a.errors.push_back({*to, LMDX_ERR_MISUSE,
-                          KindConflict(m.name(), managed.kind, ObjectKind::kSemaphore, source)});
-      return nullptr;
-    }
-    if (!managed.sema_ready) {
-      a.errors.push_back({*to, LMDX_ERR_MISUSE,
-                          "semaphore \"" + m.name() + "\" is used before lmdx_sema_init (" + call +
-                              " on " + Rank(source) + ")"});
-      return nullptr;
-    }
-    return &managed;
-  };
-  on(kSemaP, [sema_check](int source, Msg m, To to, Actions& a) {
+  on(kSemaP, [this](int source, Msg m, To to, Actions& a) {
     if (to == nullptr) return;
-    Managed* managed = sema_check(source, m, to, a, "lmdx_sema_p");
-    if (managed == nullptr) return;
-    if (managed->init_units > 0) {
-      --managed->init_units;
-      a.replies.emplace_back(*to, internal::Framed{});
-    } else if (!managed->units.empty()) {
+    Managed& managed = SemaphoreLocked(m.name(), source, "lmdx_sema_p");
+    if (std::optional<std::vector<std::string>> unit = SemaTakeLocked(managed)) {
       wire::SyncMessage reply;
-      reply.add_payloads(std::move(managed->units.front()));
-      managed->units.pop_front();
+      for (std::string& payload : *unit) reply.add_payloads(std::move(payload));
       a.replies.emplace_back(*to, internal::Frame(std::move(reply)));
     } else {
-      managed->p_waiters.push_back(*to);
+      managed.p_waiters.push_back({*to, nullptr, 0});
     }
   });
-  on(kSemaV, [this, sema_check](int source, Msg m, To to, Actions& a) {
+  on(kSemaV, [this](int source, Msg m, To to, Actions& a) {
     Managed* managed = nullptr;
     if (to != nullptr) {
-      managed = sema_check(source, m, to, a, "lmdx_sema_v");
+      managed = &SemaphoreLocked(m.name(), source, "lmdx_sema_v");
     } else {
       // A unit given back for a thread killed while it waited (no answer expected).
       auto found = managed_.find(m.name());
@@ -987,15 +797,7 @@ void Service::RegisterHandlers() {
       }
     }
     if (managed == nullptr) return;
-    std::string payload = m.payloads_size() > 0 ? m.payloads(0) : std::string();
-    if (!managed->p_waiters.empty()) {
-      wire::SyncMessage reply;
-      reply.add_payloads(std::move(payload));
-      a.replies.emplace_back(managed->p_waiters.front(), internal::Frame(std::move(reply)));
-      managed->p_waiters.pop_front();
-    } else {
-      managed->units.push_back(std::move(payload));
-    }
+    SemaGiveLocked(*managed, m.payloads_size() > 0 ? m.payloads(0) : std::string(), a);
     if (to != nullptr) a.replies.emplace_back(*to, internal::Framed{});
   });
 }
@@ -1033,7 +835,9 @@ void Service::Describe(std::vector<std::string>& lines) {
     }
     if (managed->kind == ObjectKind::kSemaphore && !managed->p_waiters.empty()) {
       std::set<int> ranks;
-      for (const net::ReplyTo& to : managed->p_waiters) ranks.insert(to.dest);
+      for (const Managed::PWaiter& waiter : managed->p_waiters) {
+        ranks.insert(waiter.remote ? waiter.remote->dest : rank());
+      }
       std::string line = "manages semaphore \"" + name +
                          "\": " + std::to_string(managed->p_waiters.size()) +
                          " waiting in lmdx_sema_p (from ranks " + ranks_text(ranks) + "), no unit";

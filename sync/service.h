@@ -120,6 +120,17 @@ class Service {
   void FailLockWaitersLocked(Object& lock, lmdx_error code, const std::string& text,
                              Actions& actions);
   void BarrierArriveLocked(int source, const wire::SyncMessage& message, Actions& actions);
+  // Semaphores (semaphores.cc). Each throws lmdx::Error (misuse, naming the semaphore, call and
+  // rank) on a kind conflict, a second init with another value, or a use before init.
+  void SemaInitLocked(const std::string& name, std::int64_t value, int source);
+  Managed& SemaphoreLocked(const std::string& name, int source, const char* call);
+  // A free unit's payloads (none for a unit of the initial value), or nullopt when none is free.
+  std::optional<std::vector<std::string>> SemaTakeLocked(Managed& managed);
+  // A V's unit: to the first waiting thread, of whichever node, or kept.
+  void SemaGiveLocked(Managed& managed, std::string payload, Actions& actions);
+  // A P's unit's payloads: taken in place from a semaphore managed here, or asked of its manager.
+  std::vector<std::string> LocalSemaP(const Object& sema);
+  std::vector<std::string> RemoteSemaP(const Object& sema);
   void MergePayloads(std::vector<std::string>& payloads);
   void AllTryAdvanceLocked(std::uint64_t epoch, Actions& actions);
   void AllDepartLocked(std::uint64_t epoch, std::vector<std::string> payloads, Actions& actions);
@@ -134,7 +145,8 @@ class Service {
   std::mutex mutex_;
   std::unordered_map<std::string, std::unique_ptr<Object>> objects_;
   std::unordered_map<std::string, std::unique_ptr<Managed>> managed_;
-  std::unordered_map<std::uint64_t, std::shared_ptr<Waiter>> waiters_;  // barrier waiters by id
+  // Threads of this node waiting for a barrier, or for a semaphore managed here, by id.
+  std::unordered_map<std::uint64_t, std::shared_ptr<Waiter>> waiters_;
   std::uint64_t next_waiter_ = 1;
   std::string lost_;  // why a peer was lost; empty while all are there
 
