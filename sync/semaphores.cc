@@ -18,16 +18,20 @@ namespace lmdx::sync {
 
 using namespace internal;  // NOLINT(google-build-using-namespace): the service's own parts
 
-// ---- The manager's side
-// --------------------------------------------------------------------------
+// ---- The manager's side ----
 
-void Service::SemaInitLocked(const std::string& name, std::int64_t value, int source) {
+Service::Managed& Service::SemaphoreEntryLocked(const std::string& name, int source) {
   Actions ignored;
   bool kind_ok = true;
   Managed& managed = ManagedLocked(name, ObjectKind::kSemaphore, source, ignored, kind_ok);
   if (!kind_ok) {
     throw Error(LMDX_ERR_MISUSE, KindConflict(name, managed.kind, ObjectKind::kSemaphore, source));
   }
+  return managed;
+}
+
+void Service::SemaInitLocked(const std::string& name, std::int64_t value, int source) {
+  Managed& managed = SemaphoreEntryLocked(name, source);
   if (!managed.sema_ready) {
     managed.sema_ready = true;
     managed.init_value = value;
@@ -40,12 +44,7 @@ void Service::SemaInitLocked(const std::string& name, std::int64_t value, int so
 }
 
 Service::Managed& Service::SemaphoreLocked(const std::string& name, int source, const char* call) {
-  Actions ignored;
-  bool kind_ok = true;
-  Managed& managed = ManagedLocked(name, ObjectKind::kSemaphore, source, ignored, kind_ok);
-  if (!kind_ok) {
-    throw Error(LMDX_ERR_MISUSE, KindConflict(name, managed.kind, ObjectKind::kSemaphore, source));
-  }
+  Managed& managed = SemaphoreEntryLocked(name, source);
   if (!managed.sema_ready) {
     throw Error(LMDX_ERR_MISUSE, "semaphore \"" + name + "\" is used before lmdx_sema_init (" +
                                      call + " on " + Rank(source) + ")");
@@ -89,8 +88,7 @@ void Service::SemaGiveLocked(Managed& managed, std::string payload, Actions& act
   managed.units.push_back(std::move(payload));
 }
 
-// ---- The calling node's side
-// ---------------------------------------------------------------------
+// ---- The calling node's side ----
 
 void Service::SemaInit(Object* sema, int value) {
   if (value < 0) {

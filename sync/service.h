@@ -122,6 +122,8 @@ class Service {
   void BarrierArriveLocked(int source, const wire::SyncMessage& message, Actions& actions);
   // Semaphores (semaphores.cc). Each throws lmdx::Error (misuse, naming the semaphore, call and
   // rank) on a kind conflict, a second init with another value, or a use before init.
+  // The manager's entry of name, which must be a semaphore (initialized or not).
+  Managed& SemaphoreEntryLocked(const std::string& name, int source);
   void SemaInitLocked(const std::string& name, std::int64_t value, int source);
   Managed& SemaphoreLocked(const std::string& name, int source, const char* call);
   // A free unit's payloads (none for a unit of the initial value), or nullopt when none is free.
