@@ -79,6 +79,16 @@ class PageMemory {
   // threads only. False when the pair's network has no remote writes or the write failed (then
   // some runs may have landed): the caller then sends them to the home.
   virtual bool WriteHomeCopies(int home, std::span<const PageRun> runs) = 0;
+  // Records in home's memory, one-sidedly, that this node is about to read pages (sorted) there
+  // with ReadHomeCopies, so that a first copy needs no message: the home learns of it at its
+  // next TakeRegisteredCopies. A full fence follows the record, and TakeRegisteredCopies starts
+  // with one: a release whose taking misses a record happened before the read that follows it.
+  // Blocks; application threads only. False when the pair cannot (no remote writes, or the
+  // home's record of this node is full until the home next takes it): the caller asks the home.
+  virtual bool RegisterCopies(int home, std::span<const PageId> pages) = 0;
+  // The copies other nodes registered here since the last call, as runs of pages per node.
+  virtual void TakeRegisteredCopies(
+      const std::function<void(int node, PageId first, std::uint64_t count)>& take) = 0;
 };
 
 class Protocol : public sync::ConsistencyHooks {

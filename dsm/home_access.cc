@@ -1,5 +1,8 @@
 #include "dsm/home_access.h"
 
+#include <algorithm>
+#include <atomic>
+
 #include "base/error.h"
 #include "base/log.h"
 #include "dsm/dsm.pb.h"
@@ -13,6 +16,7 @@ HomeAccess::HomeAccess(net::Node& node, const GlobalSpace& space, bool enabled)
     : node_(node),
       space_(space),
       enabled_(enabled),
+      registry_(node.size(), space.page_count()),
       windows_(static_cast<std::size_t>(node.size())) {}
 
 void HomeAccess::RegisterHandlers() {
@@ -28,6 +32,12 @@ void HomeAccess::RegisterHandlers() {
         window.set_key(*key);
         window.set_base(reinterpret_cast<std::uintptr_t>(space_.SystemView(0)));
         window.set_bytes(space_.bytes());
+        if (std::optional<std::string> registry_key =
+                node_.Expose(message.header.source, registry_.base(), registry_.bytes())) {
+          window.set_registry_key(*registry_key);
+          window.set_registry_base(reinterpret_cast<std::uintptr_t>(registry_.base()));
+          window.set_registry_bytes(registry_.bytes());
+        }
       }
     } catch (const Error& error) {
       // Said once: the node remembers the network's refusal and answers with no key from now on.
@@ -54,6 +64,12 @@ std::optional<HomeAccess::Window> HomeAccess::WindowOf(int home) {
       window.key = answer.key();
       window.base = answer.base();
       window.bytes = answer.bytes();
+      // A registry of another shape (a different LMDX) is not written to.
+      if (answer.registry_bytes() ==
+          static_cast<std::uint64_t>(node_.size()) * sizeof(internal::CopyRegistry::Slot)) {
+        window.registry_key = answer.registry_key();
+        window.registry_base = answer.registry_base();
+      }
     } else {
       LogLine("a malformed read window from rank " + std::to_string(home) +
               ": its pages are fetched by messages");
@@ -63,8 +79,10 @@ std::optional<HomeAccess::Window> HomeAccess::WindowOf(int home) {
     return std::nullopt;
   }
   std::lock_guard lock(mutex_);
-  windows_[static_cast<std::size_t>(home)] = window;
-  return window;
+  Window& known = windows_[static_cast<std::size_t>(home)];
+  // The first answer stays: a registration may have been counted against it already.
+  if (!known.asked) known = window;
+  return known;
 }
 
 bool HomeAccess::Read(int home, std::span<const consistency::PageId> pages, std::byte* into) {
@@ -101,9 +119,70 @@ bool HomeAccess::Write(int home, std::span<const consistency::PageRun> runs) {
     }
     pieces.push_back({window->base + run.page * page_bytes + run.offset, run.bytes, run.length});
   }
+  if (!window->writable) return false;
   if (node_.WriteRemote(home, window->key, pieces)) return true;
-  GiveUp(home);
+  GiveUpWrites(home);
   return false;
+}
+
+bool HomeAccess::Register(int home, std::span<const consistency::PageId> pages) {
+  if (!enabled_ || pages.empty()) return false;
+  std::optional<Window> window = WindowOf(home);
+  if (!window || window->key.empty() || window->registry_key.empty() || !window->writable) {
+    return false;
+  }
+  std::vector<internal::CopyRegistry::Entry> runs;
+  for (std::size_t at = 0; at < pages.size();) {
+    std::size_t end = at + 1;
+    while (end < pages.size() && pages[end] == pages[end - 1] + 1) ++end;
+    runs.push_back({pages[at], end - at});
+    at = end;
+  }
+  using internal::CopyRegistry;
+  const int self = node_.rank();
+  std::lock_guard one_at_a_time(register_mutex_);
+  std::uint64_t registered;
+  std::uint64_t taken;
+  {
+    std::lock_guard lock(mutex_);
+    const Window& known = windows_[static_cast<std::size_t>(home)];
+    registered = known.registered;
+    taken = known.taken;
+  }
+  if (registered + runs.size() - taken > CopyRegistry::kEntries) {
+    // Full as far as this node knows: the home may have taken entries since.
+    net::Node::RemoteSpan span{window->registry_base + CopyRegistry::TailOffset(self), &taken,
+                               sizeof(taken)};
+    if (!node_.ReadRemote(home, window->registry_key, {&span, 1})) return false;
+    if (taken > registered || registered + runs.size() - taken > CopyRegistry::kEntries) {
+      return false;
+    }
+  }
+  // The entries, then the head that covers them, each write complete before the next starts.
+  std::vector<net::Transport::WritePiece> pieces;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    pieces.push_back({window->registry_base + CopyRegistry::EntryOffset(self, registered + i),
+                      &runs[i], sizeof(CopyRegistry::Entry)});
+  }
+  const std::uint64_t head = registered + runs.size();
+  const net::Transport::WritePiece head_piece{
+      window->registry_base + CopyRegistry::HeadOffset(self), &head, sizeof(head)};
+  if (!node_.WriteRemote(home, window->registry_key, pieces) ||
+      !node_.WriteRemote(home, window->registry_key, {&head_piece, 1})) {
+    // Entries past the head are never taken; the ring stays as it was.
+    GiveUpWrites(home);
+    return false;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    Window& known = windows_[static_cast<std::size_t>(home)];
+    known.registered = head;
+    known.taken = taken;
+  }
+  // Pairs with the home's fence before it takes the entries (CopyRegistry::Take): the read that
+  // follows sees every write the home made before a release that missed this entry.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return true;
 }
 
 void HomeAccess::GiveUp(int home) {
@@ -117,6 +196,16 @@ void HomeAccess::GiveUp(int home) {
             " failed; its pages are reached by messages from now on");
   }
   known.key.clear();
+}
+
+void HomeAccess::GiveUpWrites(int home) {
+  std::lock_guard lock(mutex_);
+  Window& known = windows_[static_cast<std::size_t>(home)];
+  if (known.writable && !node_.ending()) {
+    LogLine("one-sided writes to rank " + std::to_string(home) + " over " + node_.NetworkTo(home) +
+            " failed; they go as messages from now on");
+  }
+  known.writable = false;
 }
 
 }  // namespace lmdx::dsm

@@ -4,13 +4,15 @@
 // net/transport.h), so that serving them costs the home no CPU, even while it computes.
 //
 // The first access to a home asks it for its key (kDsmAccessKey); the home then exposes its whole
-// system view to the pair's network, once per network. The answer is kept: a pair whose network
-// has no remote access is asked once and goes on with messages.
+// system view, and its record of the copies others read there (internal/copy_registry.h), to the
+// pair's network, once per network. The answer is kept: a pair whose network has no remote access
+// is asked once and goes on with messages.
 #ifndef LMDX_DSM_HOME_ACCESS_H_
 #define LMDX_DSM_HOME_ACCESS_H_
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -19,6 +21,7 @@
 
 #include "consistency/protocol.h"
 #include "dsm/global_space.h"
+#include "dsm/internal/copy_registry.h"
 #include "net/node.h"
 
 namespace lmdx::dsm {
@@ -37,24 +40,43 @@ class HomeAccess {
   // Writes the runs into the home's copy; blocks until done. False when the pair cannot write
   // one-sidedly or a write failed (then no run, or only some, may have landed).
   bool Write(int home, std::span<const consistency::PageRun> runs);
+  // Records in the home's registry that this node is about to read pages (sorted) there, and
+  // fences; blocks until the record is in the home's memory. False when the pair cannot write
+  // one-sidedly, or this node's ring at the home is full until the home's next release.
+  bool Register(int home, std::span<const consistency::PageId> pages);
+  // The copies other nodes registered here since the last call (CopyRegistry::Take).
+  void TakeRegistered(
+      const std::function<void(int reader, std::uint64_t first, std::uint64_t count)>& take) {
+    registry_.Take(take);
+  }
 
  private:
-  // The pair goes on with messages: a read or write failed (said once in the log).
+  // The pair goes on with messages: a read failed (said once in the log).
   void GiveUp(int home);
+  // The pair's writes go as messages from now on; reads, which need no write access, go on.
+  void GiveUpWrites(int home);
   // How this node reaches a home's memory, once the home has answered.
   struct Window {
     bool asked = false;
     std::string key;  // empty: no remote reads with this home
     std::uint64_t base = 0;
     std::uint64_t bytes = 0;
+    bool writable = true;      // false once a one-sided write to the home failed
+    std::string registry_key;  // empty: the home keeps no registry for this pair
+    std::uint64_t registry_base = 0;
+    std::uint64_t registered = 0;  // entries this node wrote in its ring at the home, ever
+    std::uint64_t taken = 0;       // entries the home had taken, when this node last looked
   };
   std::optional<Window> WindowOf(int home);
 
   net::Node& node_;
   const GlobalSpace& space_;
   bool enabled_;
+  internal::CopyRegistry registry_;
   std::mutex mutex_;
   std::vector<Window> windows_;  // by rank
+  // One registration at a time: a ring's entries and its head are written in order.
+  std::mutex register_mutex_;
 };
 
 }  // namespace lmdx::dsm

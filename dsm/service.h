@@ -92,6 +92,13 @@ class Service final : public consistency::PageMemory {
   bool WriteHomeCopies(int home, std::span<const consistency::PageRun> runs) override {
     return home_access_.Write(home, runs);
   }
+  bool RegisterCopies(int home, std::span<const PageId> pages) override {
+    return home_access_.Register(home, pages);
+  }
+  void TakeRegisteredCopies(
+      const std::function<void(int node, PageId first, std::uint64_t count)>& take) override {
+    home_access_.TakeRegistered(take);
+  }
 
  private:
   Region PlaceRegion(const std::string& name, std::uint64_t bytes, const Creator& creator);

@@ -342,15 +342,19 @@ void HomeBasedProtocol::FetchAndInstall(const Batches& by_home) {
     internal::StagingBuffer staging;
     // Read from the home's memory rather than asked for (PageMemory::ReadHomeCopies).
     bool direct = false;
+    // hlrc: first copies, recorded in the home's registry before they are read there
+    // (PageMemory::RegisterCopies).
+    bool registered = false;
     bool got = false;  // staging holds the pages
     std::unique_ptr<net::Node::PendingRequest> request;
     std::optional<net::InboundMessage> reply;
     wire::HbFetched fetched;
   };
   const bool lazy = kind_ == HomeBasedKind::kLrc;
-  // At most two per home: the pages read from its memory and those asked for.
+  // At most three per home: the pages read from its memory, first copies registered and read
+  // there, and those asked for.
   std::vector<Fetch> fetches;
-  fetches.reserve(2 * by_home.size());
+  fetches.reserve(3 * by_home.size());
   std::optional<Error> failure;
   auto ask = [&](Fetch& fetch) {
     wire::HbPages request;
@@ -366,6 +370,7 @@ void HomeBasedProtocol::FetchAndInstall(const Batches& by_home) {
   for (const auto& [home, pages] : by_home) {
     Fetch asked{.home = home};
     Fetch read{.home = home, .direct = true};
+    Fetch first{.home = home, .direct = true, .registered = true};
     {
       std::lock_guard state(state_mutex_);
       for (PageId page : pages) {
@@ -381,13 +386,29 @@ void HomeBasedProtocol::FetchAndInstall(const Batches& by_home) {
         // its copies (it must hear of a first copy, to fault on its own next write) and its copy
         // holds every write of this node (a release's diffs are applied before it completes).
         // lrc's home copies lack diffs that stay with their writers: its pages are always asked
-        // for.
-        Fetch& fetch = !lazy && own.empty() && known_copies_.contains(page) ? read : asked;
+        // for. hlrc's home learns of a first copy from its registry, at its next release
+        // (TakeRegisteredCopies); rc and update must know every copy when a writer's diffs come,
+        // so their first copies are asked for.
+        Fetch& fetch = lazy || !own.empty()            ? asked
+                       : known_copies_.contains(page)  ? read
+                       : kind_ == HomeBasedKind::kHlrc ? first
+                                                       : asked;
         fetch.pages.push_back(page);
         fetch.own_writes.push_back(std::move(own));
       }
     }
-    for (Fetch* fetch : {&asked, &read}) {
+    if (!first.pages.empty()) {
+      std::vector<PageId> sorted = first.pages;
+      std::sort(sorted.begin(), sorted.end());
+      if (!memory_.RegisterCopies(home, sorted)) {
+        for (std::size_t i = 0; i < first.pages.size(); ++i) {
+          asked.pages.push_back(first.pages[i]);
+          asked.own_writes.push_back(std::move(first.own_writes[i]));
+        }
+        first.pages.clear();
+      }
+    }
+    for (Fetch* fetch : {&asked, &read, &first}) {
       if (fetch->pages.empty()) continue;
       fetch->staging = internal::StagingBuffer(fetch->pages.size() * page_bytes);
       fetches.push_back(std::move(*fetch));
@@ -471,8 +492,9 @@ void HomeBasedProtocol::FetchAndInstall(const Batches& by_home) {
         continue;
       }
       std::lock_guard state(state_mutex_);
-      // The home served this request, so it counts this node among the page's copies for good.
-      if (!fetch.direct) known_copies_.insert(page);
+      // The home served this request, or has this copy in its registry, so it counts this node
+      // among the page's copies for good.
+      if (!fetch.direct || fetch.registered) known_copies_.insert(page);
       auto found = states_.find(page);
       if (found != states_.end() && found->second.stale) continue;  // EndTransition drops it
       std::memcpy(memory_.SystemView(page), fetch.staging.data() + i * page_bytes, page_bytes);

@@ -227,6 +227,13 @@ class HomeBasedProtocol final : public Protocol {
   void ServeUpdate(net::InboundMessage& message, const net::ReplyTo& to);
   // update, at the home: stops writing a page it serves a copy of (caller holds the stripe lock).
   void HandOverWritable(PageId page);
+  // hlrc, at the start of a release and of a fetch served: the first copies other nodes read
+  // from this node's memory (PageMemory::TakeRegisteredCopies) join the directory. A page among
+  // them that this node wrote with no fault (no other copy was known) goes read-only, and it or a
+  // page that a first-copy fetch made read-only since the last taking may have changed after the
+  // copy was read: it counts as written at the next release (home_rewritten_). Not at_release
+  // (the progress thread), a page in a transition is left to the next release.
+  void TakeRegisteredCopies(bool at_release);
 
   net::MessageType Type(int offset) const;
   // The page's home; in a first-touch region asks the page's manager the first time, which makes
@@ -255,6 +262,11 @@ class HomeBasedProtocol final : public Protocol {
   // hlrc: home pages whose twin an acquire dropped (DropHomeTwins): the next release closes a
   // notice for each, as for a page it diffed.
   std::vector<PageId> home_rewritten_;  // guarded by state_mutex_
+  // hlrc: home pages a first-copy fetch made read-only (ServeFetch) since the registry was last
+  // taken: a copy registered meanwhile may lack writes made before that (TakeRegisteredCopies).
+  std::unordered_set<PageId> served_first_;  // guarded by state_mutex_
+  // hlrc: copies registered while their page was in a transition, for the next release to take.
+  std::vector<std::pair<int, PageId>> registered_while_held_;  // guarded by state_mutex_
   // update: the home's writes to pages it served while writing them (HandOverWritable), for the
   // copies held before; sent first at the next release.
   std::vector<std::pair<PageId, std::shared_ptr<OwnDiff>>>

@@ -128,6 +128,7 @@ HomeBasedProtocol::Flushed HomeBasedProtocol::Flush() {
   net::NoParkingScope holding_pages;
   const std::size_t page_bytes = memory_.page_bytes();
   const int self = node_.rank();
+  if (kind_ == HomeBasedKind::kHlrc) TakeRegisteredCopies(true);
 
   std::vector<PageId> dirty;
   {

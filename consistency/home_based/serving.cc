@@ -79,6 +79,9 @@ void HomeBasedProtocol::ServeFetch(net::InboundMessage& message, const net::Repl
   // Not in the middle of an opening of fresh pages (opening_mutex_): a page served now is either
   // not open yet, or open and downgraded below before it is copied.
   std::lock_guard opening(opening_mutex_);
+  // hlrc: a reader whose registry ring here is full asks by message; taking the ring now frees
+  // it for that reader's next faults, which then need no message again.
+  if (kind_ == HomeBasedKind::kHlrc) TakeRegisteredCopies(false);
   // 1. The pages this copy is the first of and the home writes freely: from now on its writes
   //    fault once per interval, so that its releases tell the new copy holder about them. They
   //    are held while their protection changes, one change per run (a walk's fetch brings 128
@@ -97,6 +100,10 @@ void HomeBasedProtocol::ServeFetch(net::InboundMessage& message, const net::Repl
       table_.set_busy(page, true);
       table_.set_access(page, Access::kRead);
       downgraded.push_back(page);
+      if (kind_ == HomeBasedKind::kHlrc) {
+        std::lock_guard state(state_mutex_);
+        served_first_.insert(page);
+      }
     }
   }
   std::vector<PageId> sorted = downgraded;
@@ -150,6 +157,59 @@ void HomeBasedProtocol::HandOverWritable(PageId page) {
     dirty_.push_back(page);
   }
   std::memcpy(found->second.twin.get(), memory_.SystemView(page), memory_.page_bytes());
+}
+
+void HomeBasedProtocol::TakeRegisteredCopies(bool at_release) {
+  std::unordered_set<PageId> served_first;
+  std::vector<std::pair<int, PageId>> deferred;
+  {
+    std::lock_guard state(state_mutex_);
+    served_first.swap(served_first_);
+    if (at_release) deferred.swap(registered_while_held_);
+  }
+  std::vector<PageId> downgraded;
+  std::unordered_set<PageId> held;  // the pages of downgraded, held busy until their protection
+  std::vector<PageId> rewritten;
+  // always_named: a copy whose registration waited for a page in a transition may lack what the
+  // home wrote since any release, so it counts as written whatever happened meanwhile.
+  auto take = [&](int node, PageId page, bool always_named) {
+    std::unique_lock lock(table_.StripeMutex(page));
+    // A home page held busy is in a transition that ends soon (a release's). A release waits for
+    // it; the progress thread never waits for a page, and leaves the copy to the next release.
+    while (!held.contains(page) && table_.busy(page)) {
+      if (!at_release) {
+        std::lock_guard state(state_mutex_);
+        registered_while_held_.emplace_back(node, page);
+        return;
+      }
+      table_.StripeChanged(page).wait(lock);
+    }
+    const bool first_copy = directory_.AddCopy(page, node);
+    std::lock_guard state(state_mutex_);
+    if (first_copy && table_.access(page) == Access::kWrite) {
+      table_.set_busy(page, true);
+      table_.set_access(page, Access::kRead);
+      if (auto found = states_.find(page); found != states_.end()) found->second.twin.reset();
+      held.insert(page);
+      downgraded.push_back(page);
+      rewritten.push_back(page);
+    } else if (always_named || served_first.contains(page) || served_first_.contains(page)) {
+      rewritten.push_back(page);
+    }
+  };
+  for (const auto& [node, page] : deferred) take(node, page, true);
+  memory_.TakeRegisteredCopies([&](int node, PageId first, std::uint64_t count) {
+    for (PageId page = first; page < first + count; ++page) take(node, page, false);
+  });
+  std::sort(downgraded.begin(), downgraded.end());
+  ProtectPages(downgraded, Access::kRead);
+  Counters::Add(counters_.downgrades, downgraded.size());
+  for (PageId page : downgraded) {
+    std::lock_guard lock(table_.StripeMutex(page));
+    EndTransition(page, Access::kRead);
+  }
+  std::lock_guard state(state_mutex_);
+  home_rewritten_.insert(home_rewritten_.end(), rewritten.begin(), rewritten.end());
 }
 
 void HomeBasedProtocol::ServeDiffs(net::InboundMessage& message, const net::ReplyTo& to) {

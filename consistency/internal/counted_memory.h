@@ -26,6 +26,13 @@ class CountedMemory final : public PageMemory {
   bool WriteHomeCopies(int home, std::span<const PageRun> runs) override {
     return memory_.WriteHomeCopies(home, runs);
   }
+  bool RegisterCopies(int home, std::span<const PageId> pages) override {
+    return memory_.RegisterCopies(home, pages);
+  }
+  void TakeRegisteredCopies(
+      const std::function<void(int node, PageId first, std::uint64_t count)>& take) override {
+    memory_.TakeRegisteredCopies(take);
+  }
 
  private:
   PageMemory& memory_;

@@ -40,4 +40,27 @@ std::uint64_t StatsColumnMax(const std::string& output, const std::string& colum
   return values.empty() ? 0 : *std::max_element(values.begin(), values.end());
 }
 
+std::uint64_t StatsFramesSent(const std::string& output, const std::string& type) {
+  // A line such as "  hlrc-fetch       r0:5/20480 r1:5/24": frames/bytes per rank.
+  std::istringstream lines(output);
+  std::string line;
+  std::uint64_t frames = 0;
+  while (std::getline(lines, line)) {
+    std::istringstream cells(line);
+    std::string name;
+    if (!(cells >> name) || name != type) continue;
+    std::string cell;
+    while (cells >> cell) {
+      const std::size_t colon = cell.find(':');
+      const std::size_t slash = cell.find('/');
+      if (cell[0] != 'r' || colon == std::string::npos || slash == std::string::npos ||
+          slash < colon) {
+        continue;
+      }
+      frames += std::stoull(cell.substr(colon + 1, slash - colon - 1));
+    }
+  }
+  return frames;
+}
+
 }  // namespace lmdx::testing

@@ -13,6 +13,9 @@ namespace lmdx::testing {
 std::vector<std::uint64_t> StatsColumn(const std::string& output, const std::string& column);
 std::uint64_t StatsColumnSum(const std::string& output, const std::string& column);
 std::uint64_t StatsColumnMax(const std::string& output, const std::string& column);
+// The frames of one message type ("hlrc-fetch") every rank sent, from the table of messages by
+// type; 0 when no rank sent any.
+std::uint64_t StatsFramesSent(const std::string& output, const std::string& type);
 
 }  // namespace lmdx::testing
 
