@@ -1,7 +1,8 @@
 // `lmdx bench reads`: what reaching a home's copies costs under hlrc when they are read and
 // written straight in the home's memory (one-sided) and when the home is asked by messages, while
 // the home computes and while it waits at a barrier, over each network of this host: the fault
-// that fetches again a page the node held before, and the release that sends the node's writes.
+// that fetches again a page the node held before, the fault that takes a first copy of a page,
+// and the release that sends the node's writes.
 // The lmdx tool execs this with LMDX_TOOL set; it starts refetch_timing jobs found beside it.
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -51,7 +52,7 @@ bool Measure(const Settings& settings, const Network& network, const char* one_s
     Figures one;
     if (!RunJobFigures({settings.tool, "run", own_directory() + "/refetch_timing", "-n", "2", "--",
                         std::to_string(settings.pages), std::to_string(settings.rounds), compute},
-                       env, "reads", 5, "refetch_timing", one)) {
+                       env, "reads", 8, "refetch_timing", one)) {
       return false;
     }
     all.push_back(std::move(one));
@@ -69,8 +70,9 @@ int Main(int argc, char** argv) {
   Settings settings;
   if (const char* env = std::getenv("LMDX_TOOL")) settings.tool = env;
   CLI::App app{
-      "lmdx bench reads: under hlrc on 2 nodes, the fault that fetches again a page held before\n"
-      "and the release that sends a node's writes, reaching the home's memory one-sidedly and\n"
+      "lmdx bench reads: under hlrc on 2 nodes, the fault that fetches again a page held before,\n"
+      "the fault that takes a first copy, and the release that sends a node's writes, reaching the "
+      "home's memory one-sidedly and\n"
       "by messages, while the home computes and while it waits",
       "lmdx bench reads"};
   app.add_option("--pages", settings.pages, "pages rank 1 reads, a sixth of them per round")
@@ -117,15 +119,18 @@ int Main(int argc, char** argv) {
     const char* title;
     const char* computing;
     const char* waiting;
+    const char* count = "faults";  // operations timed per column in a job
   } operations[] = {
       {"Refetch faults: rank 1 reads a page it held before, which the home's writes invalidated",
        "refetch_home_computing", "refetch_home_waiting"},
+      {"First reads: rank 1 reads a page the home wrote and no other node held before",
+       "first_home_computing", "first_home_waiting", "first_faults"},
       {"Releases: rank 1 unlocks a lock it manages after writing a byte of a page homed at rank 0",
        "release_home_computing", "release_home_waiting"},
   };
   for (const auto& operation : operations) {
     std::printf("\n%s\n(hlrc, 2 nodes; median µs over %d jobs, %.0f per column a job)\n",
-                operation.title, settings.runs, rows.front().direct["faults"]);
+                operation.title, settings.runs, rows.front().direct[operation.count]);
     std::printf("%-18s %23s   %23s\n", "", "home computing", "home waiting at barrier");
     std::printf("%-18s %10s %12s   %10s %12s\n", "network", "messages", "one-sided", "messages",
                 "one-sided");

@@ -4,9 +4,14 @@
 // reads was last touched six rounds before and an acquire no longer fetches it unasked (an
 // acquire refetches a page only for a few rounds after a fault brought it). Then, under a lock
 // that rank 1 itself manages, rank 1 writes a byte of the first page it read and unlocks: the
-// release sends that write to rank 0. Prints "reads,NAME,VALUE" lines:
+// release sends that write to rank 0. Each round rank 1 also reads, in a shuffled order, pages
+// of a second area that rank 0 wrote before the rounds and no other node ever held (a first
+// copy: the home must learn of it). Prints "reads,NAME,VALUE" lines:
 //   refetch_home_computing  median µs of a read fault while rank 0 computes
 //   refetch_home_waiting    the same while rank 0 waits at a barrier
+//   first_home_computing    median µs of a first read of a page while rank 0 computes
+//   first_home_waiting      the same while rank 0 waits at a barrier
+//   first_faults            first reads timed in each of the two
 //   release_home_computing  median µs of the unlock while rank 0 computes
 //   release_home_waiting    the same while rank 0 waits at a barrier
 //   faults                  read faults timed in each of the two
@@ -18,6 +23,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -80,9 +87,31 @@ int main(int argc, char** argv) {
     *shared = reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(area) + kPageBytes - 1) &
                                       ~std::uintptr_t{kPageBytes - 1});
   }
+  // The pages rank 1 reads once each, a slice of them per round; homed at rank 0 too.
+  const int first_per_round = std::max(1, pages / kPeriod);
+  const int first_pages = first_per_round * rounds;
+  auto** first_shared = static_cast<char**>(lmdx_shared_var("first_pages", sizeof(char*)));
+  if (rank == 0) {
+    auto* area =
+        static_cast<char*>(lmdx_malloc((static_cast<std::size_t>(first_pages) + 1) * kPageBytes));
+    char* aligned =
+        reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(area) + kPageBytes - 1) &
+                                ~std::uintptr_t{kPageBytes - 1});
+    for (int i = 0; i < first_pages; ++i) {
+      aligned[static_cast<std::size_t>(i) * kPageBytes] = static_cast<char>(i % 100 + 1);
+    }
+    *first_shared = aligned;
+  }
   lmdx_barrier_all();
   char* base = *shared;
   auto page = [&](int i) { return base + static_cast<std::size_t>(i) * kPageBytes; };
+  char* first_base = *first_shared;
+  // A shuffled order, so that no walk shows and each read is a fault of its own.
+  std::vector<int> first_order(static_cast<std::size_t>(first_per_round));
+  std::iota(first_order.begin(), first_order.end(), 0);
+  std::mt19937 shuffle(7);
+  std::vector<double> first_computing;
+  std::vector<double> first_waiting;
 
   const std::string lock = LockManagedByRankOne();
   std::vector<double> computing;
@@ -108,6 +137,15 @@ int main(int argc, char** argv) {
         if (round >= kPeriod) times.push_back(Micros(Clock::now() - start));
         if (value != static_cast<char>(round + 1)) ++wrong;
       }
+      std::shuffle(first_order.begin(), first_order.end(), shuffle);
+      for (int i : first_order) {
+        const int index = round * first_per_round + i;
+        volatile char* byte = first_base + static_cast<std::size_t>(index) * kPageBytes;
+        const auto start = Clock::now();
+        const char value = *byte;
+        (home_computes ? first_computing : first_waiting).push_back(Micros(Clock::now() - start));
+        if (value != static_cast<char>(index % 100 + 1)) ++wrong;
+      }
       // Rank 1's own byte of the page (rank 0 writes byte 0): false sharing, which the
       // multiple-writer protocols merge.
       lmdx_lock(lock.c_str());
@@ -121,8 +159,14 @@ int main(int argc, char** argv) {
     }
     lmdx_barrier_all();
   }
-  double figures[5] = {Median(computing), Median(waiting), static_cast<double>(computing.size()),
-                       Median(released_computing), Median(released_waiting)};
+  double figures[8] = {Median(computing),
+                       Median(waiting),
+                       static_cast<double>(computing.size()),
+                       Median(released_computing),
+                       Median(released_waiting),
+                       Median(first_computing),
+                       Median(first_waiting),
+                       static_cast<double>(first_computing.size())};
   lmdx_status status{};
   if (rank == 1) lmdx_send(0, figures, sizeof figures);
   if (rank == 0) lmdx_recv(1, figures, sizeof figures, &status);
@@ -138,6 +182,9 @@ int main(int argc, char** argv) {
       std::printf("reads,faults,%.0f\n", figures[2]);
       std::printf("reads,release_home_computing,%.2f\n", figures[3]);
       std::printf("reads,release_home_waiting,%.2f\n", figures[4]);
+      std::printf("reads,first_home_computing,%.2f\n", figures[5]);
+      std::printf("reads,first_home_waiting,%.2f\n", figures[6]);
+      std::printf("reads,first_faults,%.0f\n", figures[7]);
     }
   }
   lmdx_finalize();
