@@ -32,6 +32,16 @@
  *   -DDIFF_PATH=n    hlrc diffs to a home: 0 as messages (ServeDiffs patches the home's twin),
  *                    1 one-sided (the twin is left as it was), 2 either, chosen at every
  *                    release (the default)
+ *   -DFIRST_PATH=n   hlrc first copies: 0 asked for (ServeFetch; the default, and the code's
+ *                    path when one-sided access is off or a registry is full), 1 registered in
+ *                    the home's registry and read one-sidedly where the code would
+ *                    (TakeRegisteredCopies), 2 either, chosen at every fault (the code's usual
+ *                    path over shm; it multiplies the states, so its configurations are smaller)
+ *   -DBUG_R          a registered copy joins the home's directory at its next taking, and the
+ *                    page counts as written only if the home then holds it writable: a page a
+ *                    first-copy fetch made read-only since the last taking is not named
+ *   -DBUG_R0         a registered copy joins the directory and nothing else happens (the home
+ *                    neither takes its write access nor names the page)
  *   -DRW_RACES=0     do not look for a read racing with a later write (default 1: such a write is
  *                    not taken)
  *   -DLOCK_BUDGET=n, -DROUNDS=n, -DNODES=n, -DTPN=n (threads per node), -DPAGES=n, -DWORDS=n,
@@ -77,6 +87,15 @@
 #endif
 #ifndef DIFF_PATH
 #define DIFF_PATH 2
+#endif
+#ifndef FIRST_PATH
+#define FIRST_PATH 0
+#endif
+/* The registry's state and steps exist only where a first copy may be registered. */
+#if !defined(LRC) && FIRST_PATH != 0
+#define REGISTRY 1
+#else
+#define REGISTRY 0
 #endif
 #ifndef RW_RACES
 #define RW_RACES 1
@@ -128,6 +147,15 @@ byte quiet[NODES * PAGES];
 bool homew[NODES * PAGES];
 /* HomeDirectory::Shared at the page's home: some other node has fetched it. */
 bool shared[PAGES];
+/* hlrc's one-sided first copies (TakeRegisteredCopies in serving.cc). copyof: the home counts
+ * the node among the page's copies (known_copies_ at the node); reg: a copy registered in the
+ * home's registry that the home has not taken yet; servedfirst: at the home, a page a
+ * first-copy fetch made read-only since the registry was last taken (served_first_). */
+#if REGISTRY
+bool copyof[NODES * PAGES];
+bool reg[NODES * PAGES];
+bool servedfirst[PAGES];
+#endif
 
 /* WriteNoticeLog (write_notices.h). log_ and seen_ per (page, writer); newest_logged_ per writer.
  * clk stands for next_interval_ and newest_received_ together: the next interval this node
@@ -381,18 +409,87 @@ inline home_lacks(n, p) {
 
 /* ------------------------------------------------------------------------- faults, fetches */
 
+#if REGISTRY
+/* TakeRegisteredCopies() in serving.cc, at node h: the copies registered with h join its
+ * directory. A first copy of a page h holds writable (it wrote it with no fault) takes h's write
+ * access; such a page, or one a first-copy fetch made read-only since the last taking, may have
+ * changed after the copy was read, and counts as written at h's next release (home_rewritten_,
+ * the flag fix A uses). */
+inline take_registered(h) {
+  for (p2 : 0 .. PAGES - 1) {
+    if
+    :: HOME(p2) == h ->
+       for (m : 0 .. NODES - 1) {
+         if
+         :: reg[NP(m, p2)] ->
+            reg[NP(m, p2)] = false;
+            if
+            :: !shared[p2] ->
+               shared[p2] = true;
+#ifndef BUG_R0
+               if
+               :: acc[NP(h, p2)] == WRITE ->
+                  acc[NP(h, p2)] = READ; drop_twin(h, p2); homew[NP(h, p2)] = true
+               :: else
+               fi;
+#endif
+               skip
+            :: else
+            fi;
+#if !defined(BUG_R) && !defined(BUG_R0)
+            if :: servedfirst[p2] -> homew[NP(h, p2)] = true :: else fi;
+#endif
+            printf("@   node %d takes node %d's registered copy of p%d\n", h, m, p2)
+         :: else
+         fi
+       };
+       servedfirst[p2] = false
+    :: else
+    fi
+  }
+}
+#endif
+
 /* FetchAndInstall() in home_based_protocol.cc, for one page of node n (not its home), with the
- * home's ServeFetch() in serving.cc. */
-inline fetch(n, p) {
+ * home's ServeFetch() in serving.cc. hlrc: `via` registers a first copy and reads it one-sidedly
+ * (RegisterCopies, ReadHomeCopies); the model takes the registration and the read as one step,
+ * which the fences between them make sound (a release whose taking misses the registration
+ * happened before the read: README.md). A copy the home knows of is read one-sidedly too, with
+ * nothing done at the home. */
+inline fetch(n, p, via) {
   h2 = HOME(p);
+#if REGISTRY
+  changed = false;  /* this node's writes kept by an invalidation: then the home is asked */
+  for (w2 : 0 .. WORDS - 1) {
+    if :: saved[NPW(n, p, w2)] != NOVAL -> changed = true :: else fi
+  };
+  if
+  :: !changed && !copyof[NP(n, p)] && via ->
+     reg[NP(n, p)] = true;
+     copyof[NP(n, p)] = true;
+     printf("@   node %d registers its first copy of p%d\n", n, p)
+  :: !changed && copyof[NP(n, p)] -> skip
+  :: else ->
+#endif
   /* ServeFetch: the first copy makes the page shared; a home that wrote it freely loses its
    * write access (and any twin), so that its next write faults. */
   if
   :: !shared[p] ->
      shared[p] = true;
-     if :: acc[NP(h2, p)] == WRITE -> acc[NP(h2, p)] = READ; drop_twin(h2, p) :: else fi
+     if
+     :: acc[NP(h2, p)] == WRITE ->
+        acc[NP(h2, p)] = READ; drop_twin(h2, p)
+#if REGISTRY
+        ; servedfirst[p] = true
+#endif
+     :: else
+     fi
   :: else
   fi;
+#if REGISTRY
+     copyof[NP(n, p)] = true
+  fi;
+#endif
   for (w2 : 0 .. WORDS - 1) { stage[w2] = mem[NPW(h2, p, w2)] };
 #ifdef LRC
   /* MissingDiffs() against the home's version: other writers' diffs after the interval the
@@ -419,7 +516,7 @@ inline fetch(n, p) {
 }
 
 /* Obtain() in home_based_protocol.cc: the fault of a thread of node n wanting `wanted`. */
-inline obtain(n, p, wanted) {
+inline obtain(n, p, wanted, via) {
   if
   :: acc[NP(n, p)] >= wanted -> skip
   :: else ->
@@ -437,7 +534,7 @@ inline obtain(n, p, wanted) {
         :: else -> start_writing(n, p)
         fi
      :: else ->
-        if :: acc[NP(n, p)] == NONE -> fetch(n, p) :: else fi;
+        if :: acc[NP(n, p)] == NONE -> fetch(n, p, via) :: else fi;
         if :: wanted == WRITE -> start_writing(n, p) :: else fi
      fi
   fi
@@ -446,8 +543,8 @@ inline obtain(n, p, wanted) {
 /* ----------------------------------------------------------------------------- accesses */
 
 /* A load of the application (a fault on a page it may not read runs Obtain first). */
-inline do_read(t, p, w) {
-  obtain(NODE(t), p, READ);
+inline do_read(t, p, w, via) {
+  obtain(NODE(t), p, READ, via);
   printf("@ T%d (node %d): read p%d.%d = %d\n", t, NODE(t), p, w, mem[NPW(NODE(t), p, w)]);
   /* DRF-SC: the read is after the last write (its guard), so it must see it. */
   got = mem[NPW(NODE(t), p, w)];
@@ -458,8 +555,8 @@ inline do_read(t, p, w) {
 
 /* A store of the application (a fault on a page it may not write runs Obtain first); the home
  * writes its own copy, every other node its copy under a twin. */
-inline do_write(t, p, w, v) {
-  obtain(NODE(t), p, WRITE);
+inline do_write(t, p, w, v, via) {
+  obtain(NODE(t), p, WRITE, via);
   mem[NPW(NODE(t), p, w)] = v;
   printf("@ T%d (node %d): write p%d.%d := %d\n", t, NODE(t), p, w, v);
   lastval[PW(p, w)] = v;
@@ -482,6 +579,9 @@ inline diff_to_home(p, w, v, onesided) {
 /* OnRelease() in release.cc (the caller copies the log out as the payload): Flush(), then
  * WriteNoticeLog::Close() of the written pages, lrc's NumberKeptDiffs(). */
 inline on_release(n, onesided) {
+#if REGISTRY
+  take_registered(n);  /* Flush() takes the registry first */
+#endif
   written = 0;
   for (i : 0 .. PAGES * WORDS - 1) { keep[i] = NOVAL };
   for (p2 : 0 .. PAGES - 1) {
@@ -542,11 +642,10 @@ inline on_release(n, onesided) {
        if :: !hastwin[NP(n, p2)] -> acc[NP(n, p2)] = READ :: else fi
     :: else
     fi;
-#ifndef BUG_A
 #ifndef LRC
-    /* Fix A: a home page whose twin an acquire dropped is written in this interval. */
+    /* Fix A: a home page whose twin an acquire dropped is written in this interval (BUG_A never
+     * sets the flag there); so is one a registered copy named (take_registered). */
     if :: homew[NP(n, p2)] -> homew[NP(n, p2)] = false; written = written | (1 << p2) :: else fi
-#endif
 #endif
   };
   if
@@ -898,12 +997,31 @@ inline barrier_depart(t) {
 
 /* One atomic step of thread t (each its own transition, guard first). A race-free access only:
  * READ_OK and WRITE_OK are the happens-before guards. */
-#define READ_STEP(t, p, w) \
-  :: d_step { wait[t] == RUN && SHAPE_READ(t, p, w) && READ_OK(t, PW(p, w)) -> \
-              do_read(t, p, w); ADVANCE(t) }
-#define WRITE_STEP(t, p, w, v) \
-  :: d_step { wait[t] == RUN && SHAPE_WRITE(t, p, w, v) && WRITE_OK(t, PW(p, w)) -> \
-              do_write(t, p, w, v); ADVANCE(t) }
+#define READ_STEP_PATH(t, p, w, via) \
+  :: d_step { wait[t] == RUN && SHAPE_READ(t, p, w) && READ_OK(t, PW(p, w)) && VIA_OK(t, p, via) \
+              -> do_read(t, p, w, via); ADVANCE(t) }
+#define WRITE_STEP_PATH(t, p, w, v, via) \
+  :: d_step { wait[t] == RUN && SHAPE_WRITE(t, p, w, v) && WRITE_OK(t, PW(p, w)) && \
+              VIA_OK(t, p, via) -> do_write(t, p, w, v, via); ADVANCE(t) }
+/* With both paths, the registered one is a step of its own only where it differs: a first copy
+ * to fetch. */
+#if defined(LRC) || FIRST_PATH != 2
+#define VIA_OK(t, p, via) true
+#else
+#define VIA_OK(t, p, via) \
+  (!(via) || (HOME(p) != NODE(t) && acc[NP(NODE(t), p)] == NONE && !copyof[NP(NODE(t), p)]))
+#endif
+#if defined(LRC) || FIRST_PATH == 0
+#define READ_STEP(t, p, w) READ_STEP_PATH(t, p, w, false)
+#define WRITE_STEP(t, p, w, v) WRITE_STEP_PATH(t, p, w, v, false)
+#elif FIRST_PATH == 1
+#define READ_STEP(t, p, w) READ_STEP_PATH(t, p, w, true)
+#define WRITE_STEP(t, p, w, v) WRITE_STEP_PATH(t, p, w, v, true)
+#else
+#define READ_STEP(t, p, w) READ_STEP_PATH(t, p, w, false) READ_STEP_PATH(t, p, w, true)
+#define WRITE_STEP(t, p, w, v) WRITE_STEP_PATH(t, p, w, v, false) \
+  WRITE_STEP_PATH(t, p, w, v, true)
+#endif
 #define LOCK_STEP(t) \
   :: d_step { wait[t] == RUN && !holds[t] && locks_left > 0 && SHAPE_LOCK(t) -> \
               lock_request(t); ADVANCE(t) }
@@ -949,6 +1067,24 @@ inline barrier_depart(t) {
 #define ACCESS_STEPS(t) PAGE_STEPS(t, 0) PAGE_STEPS(t, 1)
 #else
 #error "PAGES must be 1 or 2"
+#endif
+
+/* A home's progress thread takes the registry when it serves a fetch (ServeFetch starts with
+ * it); the model lets it do so at any time, apart from the serving, since the serving's own
+ * downgrade of the page comes after the taking and home writes can fall in between. */
+#if !REGISTRY
+#define TAKE_STEPS
+#else
+#define REG_PENDING(p) (reg[NP(0, p)] || reg[NP(1, p)] || reg[NP(2, p)])
+#if NODES != 3
+#error "the registry's taking steps assume 3 nodes"
+#endif
+#if PAGES == 1
+#define TAKE_STEPS :: d_step { REG_PENDING(0) -> take_registered(0); skip }
+#else
+#define TAKE_STEPS :: d_step { REG_PENDING(0) -> take_registered(0); skip } \
+  :: d_step { REG_PENDING(1) -> take_registered(1); skip }
+#endif
 #endif
 
 #define THREAD_STEPS(t) ACCESS_STEPS(t) LOCK_STEP(t) UNLOCK_STEP(t) BAR_STEP(t) DEPART_STEP(t)
@@ -1017,6 +1153,7 @@ proctype dsm() {
 end_loop:
   do
   ALL_THREAD_STEPS
+  TAKE_STEPS
   /* The kLockGrant reaches the node it was sent to (GrantLocked): its first waiting thread gets
    * the lock (ServeLocalLocked) and runs OnAcquire. */
   :: d_step { fly -> fly = false; requested[tok] = false; printf("@   token at node %d\n", tok);
