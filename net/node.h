@@ -157,6 +157,9 @@ class Node : public TransportHost {
   // Writes every piece into peer's memory exposed with key; returns once all are there. False
   // when the pair's network has no remote writes or a write failed: the caller then asks the peer.
   bool WriteRemote(int peer, const std::string& key, std::span<const Transport::WritePiece> pieces);
+  // Maps memory peer exposed with key, backed by its descriptor `file` (Transport::Map); an
+  // empty Mapping when the pair's network cannot.
+  Mapping MapRemote(int peer, const std::string& key, int file, std::size_t size);
 
   // Traffic of this node by message type (self-sends included), for statistics.
   const TypeCounters& counters(MessageType type) const {

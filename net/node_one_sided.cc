@@ -68,4 +68,10 @@ bool Node::WriteRemote(int peer, const std::string& key,
   return transport->Write(peer, key, pieces).value_or(false);
 }
 
+Mapping Node::MapRemote(int peer, const std::string& key, int file, std::size_t size) {
+  Transport* transport = OneSidedRoute(peer);
+  if (transport == nullptr) return {};
+  return transport->Map(peer, key, file, size);
+}
+
 }  // namespace lmdx::net

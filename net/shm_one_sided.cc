@@ -1,5 +1,8 @@
 // The shared-memory transport's one-sided access (net/shm_transport.h).
+#include <fcntl.h>
 #include <limits.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -9,6 +12,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/fd.h"
 #include "base/log.h"
 #include "net/internal/shm_connection.h"
 #include "net/shm_transport.h"
@@ -95,6 +99,35 @@ std::optional<bool> ShmTransport::Write(int dest, const std::string& key,
     }
   }
   return true;
+}
+
+Mapping ShmTransport::Map(int dest, const std::string& key, int file, std::size_t size) {
+  const pid_t peer = PeerProcess(dest, key);
+  if (peer == 0 || file < 0 || size == 0) return {};
+  const std::string path = "/proc/" + std::to_string(peer) + "/fd/" + std::to_string(file);
+  // Only the peer's memory files: a descriptor number is no proof of what it names.
+  char target[64] = {};
+  const ssize_t length = ::readlink(path.c_str(), target, sizeof target - 1);
+  if (length <= 0 ||
+      std::string_view(target, static_cast<std::size_t>(length)).rfind("/memfd:", 0) != 0) {
+    DebugLine("shm: rank " + std::to_string(dest) + "'s descriptor " + std::to_string(file) +
+              " is not a memory file; its memory is reached by system calls");
+    return {};
+  }
+  Fd memory(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+  struct stat status {};
+  if (!memory || ::fstat(memory.get(), &status) != 0 ||
+      static_cast<std::uint64_t>(status.st_size) < size) {
+    DebugLine(SystemErrorText("shm: opening rank " + std::to_string(dest) + "'s memory", errno));
+    return {};
+  }
+  void* at =
+      ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memory.get(), 0);
+  if (at == MAP_FAILED) {
+    DebugLine(SystemErrorText("shm: mapping rank " + std::to_string(dest) + "'s memory", errno));
+    return {};
+  }
+  return Mapping(at, size);
 }
 
 }  // namespace lmdx::net

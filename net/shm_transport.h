@@ -68,6 +68,9 @@ class ShmTransport : public Transport, private ProgressEngine::Poller {
   // process_vm_writev, up to IOV_MAX pieces a call, under the same check of the key.
   std::optional<bool> Write(int dest, const std::string& key,
                             std::span<const WritePiece> pieces) override;
+  // Opens /proc/<pid>/fd/<file> of the process the key names, under the same check, when it is
+  // a memfd at least size bytes long, and maps it shared.
+  Mapping Map(int dest, const std::string& key, int file, std::size_t size) override;
 
  private:
   using ConnectionPtr = std::shared_ptr<internal::ShmConnection>;

@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 
+#include "base/mapping.h"
 #include "net/message.h"
 #include "net/wire.pb.h"
 
@@ -118,6 +119,14 @@ class Transport {
   virtual std::optional<bool> Write(int /*dest*/, const std::string& /*key*/,
                                     std::span<const WritePiece> /*pieces*/) {
     return std::nullopt;
+  }
+  // Maps the first size bytes of the file behind memory dest exposed with key (`file` is its
+  // descriptor in dest's process, which dest sent in its own frames) into this process, for
+  // reading and writing with plain loads and stores: no system call per access at all. An empty
+  // Mapping when this network cannot (only processes of one host can share a file this way).
+  virtual Mapping Map(int /*dest*/, const std::string& /*key*/, int /*file*/,
+                      std::size_t /*size*/) {
+    return {};
   }
 };
 
