@@ -33,6 +33,8 @@ class GlobalSpace {
               AccessControl access = AccessControl::kAuto);
 
   std::size_t page_bytes() const { return page_bytes_; }
+  // The memory file behind both views (a peer of this host maps it: dsm/home_access.h).
+  int memory_file() const { return memory_.get(); }
   std::uint64_t page_count() const { return page_count_; }
   std::uintptr_t base() const { return base_; }
   std::uint64_t bytes() const { return page_count_ * page_bytes_; }

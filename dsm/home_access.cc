@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 
 #include "base/error.h"
 #include "base/log.h"
@@ -17,7 +18,9 @@ HomeAccess::HomeAccess(net::Node& node, const GlobalSpace& space, bool enabled)
       space_(space),
       enabled_(enabled),
       registry_(node.size(), space.page_count()),
-      windows_(static_cast<std::size_t>(node.size())) {}
+      windows_(static_cast<std::size_t>(node.size())),
+      views_(static_cast<std::size_t>(node.size())),
+      rings_(static_cast<std::size_t>(node.size())) {}
 
 void HomeAccess::RegisterHandlers() {
   net::SetMessageTypeName(kDsmAccessKey, "dsm-access-key");
@@ -32,6 +35,8 @@ void HomeAccess::RegisterHandlers() {
         window.set_key(*key);
         window.set_base(reinterpret_cast<std::uintptr_t>(space_.SystemView(0)));
         window.set_bytes(space_.bytes());
+        window.set_view_file(space_.memory_file());
+        window.set_registry_file(registry_.file());
         if (std::optional<std::string> registry_key =
                 node_.Expose(message.header.source, registry_.base(), registry_.bytes())) {
           window.set_registry_key(*registry_key);
@@ -57,6 +62,10 @@ std::optional<HomeAccess::Window> HomeAccess::WindowOf(int home) {
   // Two threads may both ask; the home answers both alike.
   Window window;
   window.asked = true;
+  struct {
+    int view = -1;
+    int registry = -1;
+  } answer_files;
   try {
     net::InboundMessage reply = node_.Request(home, kDsmAccessKey, {});
     wire::AccessWindow answer;
@@ -69,7 +78,9 @@ std::optional<HomeAccess::Window> HomeAccess::WindowOf(int home) {
           static_cast<std::uint64_t>(node_.size()) * sizeof(internal::CopyRegistry::Slot)) {
         window.registry_key = answer.registry_key();
         window.registry_base = answer.registry_base();
+        answer_files.registry = answer.has_registry_file() ? answer.registry_file() : -1;
       }
+      answer_files.view = answer.has_view_file() ? answer.view_file() : -1;
     } else {
       LogLine("a malformed read window from rank " + std::to_string(home) +
               ": its pages are fetched by messages");
@@ -78,10 +89,31 @@ std::optional<HomeAccess::Window> HomeAccess::WindowOf(int home) {
     // The home is lost or ending: the fetch by message that follows reports it as it should.
     return std::nullopt;
   }
+  // A peer of the same host maps the home's memory files: no system call per access then.
+  Mapping view;
+  Mapping ring;
+  if (!window.key.empty() && answer_files.view >= 0) {
+    view = node_.MapRemote(home, window.key, answer_files.view, window.bytes);
+  }
+  if (view.data() != nullptr && !window.registry_key.empty() && answer_files.registry >= 0) {
+    ring = node_.MapRemote(
+        home, window.registry_key, answer_files.registry,
+        static_cast<std::size_t>(node_.size()) * sizeof(internal::CopyRegistry::Slot));
+  }
   std::lock_guard lock(mutex_);
   Window& known = windows_[static_cast<std::size_t>(home)];
   // The first answer stays: a registration may have been counted against it already.
-  if (!known.asked) known = window;
+  if (!known.asked) {
+    known = window;
+    if (view.data() != nullptr) {
+      known.view = view.data();
+      views_[static_cast<std::size_t>(home)] = std::move(view);
+    }
+    if (ring.data() != nullptr && known.view != nullptr) {
+      known.ring = reinterpret_cast<internal::CopyRegistry::Slot*>(ring.data()) + node_.rank();
+      rings_[static_cast<std::size_t>(home)] = std::move(ring);
+    }
+  }
   return known;
 }
 
@@ -90,6 +122,15 @@ bool HomeAccess::Read(int home, std::span<const consistency::PageId> pages, std:
   std::optional<Window> window = WindowOf(home);
   if (!window || window->key.empty()) return false;
   const std::uint64_t page_bytes = space_.page_bytes();
+  if (window->view != nullptr) {
+    for (std::size_t i = 0; i < pages.size(); ++i) {
+      if ((pages[i] + 1) * page_bytes > window->bytes) return false;
+    }
+    for (std::size_t i = 0; i < pages.size(); ++i) {
+      std::memcpy(into + i * page_bytes, window->view + pages[i] * page_bytes, page_bytes);
+    }
+    return true;
+  }
   // One read per run of consecutive pages: they are consecutive in the home's memory too.
   std::vector<net::Node::RemoteSpan> spans;
   std::size_t at = 0;
@@ -119,6 +160,12 @@ bool HomeAccess::Write(int home, std::span<const consistency::PageRun> runs) {
     }
     pieces.push_back({window->base + run.page * page_bytes + run.offset, run.bytes, run.length});
   }
+  if (window->view != nullptr) {
+    for (const net::Transport::WritePiece& piece : pieces) {
+      std::memcpy(window->view + (piece.address - window->base), piece.from, piece.size);
+    }
+    return true;
+  }
   if (!window->writable) return false;
   if (node_.WriteRemote(home, window->key, pieces)) return true;
   GiveUpWrites(home);
@@ -141,6 +188,7 @@ bool HomeAccess::Register(int home, std::span<const consistency::PageId> pages) 
   using internal::CopyRegistry;
   const int self = node_.rank();
   std::lock_guard one_at_a_time(register_mutex_);
+  if (window->ring != nullptr) return RegisterMapped(*window->ring, runs);
   std::uint64_t registered;
   std::uint64_t taken;
   {
@@ -181,6 +229,22 @@ bool HomeAccess::Register(int home, std::span<const consistency::PageId> pages) 
   }
   // Pairs with the home's fence before it takes the entries (CopyRegistry::Take): the read that
   // follows sees every write the home made before a release that missed this entry.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return true;
+}
+
+bool HomeAccess::RegisterMapped(internal::CopyRegistry::Slot& ring,
+                                std::span<const internal::CopyRegistry::Entry> runs) {
+  using internal::CopyRegistry;
+  // Only this node writes its slot's head; the home writes its tail (CopyRegistry::Take).
+  const std::uint64_t head = std::atomic_ref(ring.head).load(std::memory_order_relaxed);
+  const std::uint64_t taken = std::atomic_ref(ring.tail).load(std::memory_order_acquire);
+  if (taken > head || head + runs.size() - taken > CopyRegistry::kEntries) return false;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    ring.entries[(head + i) % CopyRegistry::kEntries] = runs[i];
+  }
+  std::atomic_ref(ring.head).store(head + runs.size(), std::memory_order_release);
+  // As after a registration by system calls (Register).
   std::atomic_thread_fence(std::memory_order_seq_cst);
   return true;
 }

@@ -55,6 +55,10 @@ class HomeAccess {
   void GiveUp(int home);
   // The pair's writes go as messages from now on; reads, which need no write access, go on.
   void GiveUpWrites(int home);
+  // Register's entries and head as plain stores into this node's slot of a mapped registry;
+  // false when the slot is full until the home next takes it. Caller holds register_mutex_.
+  bool RegisterMapped(internal::CopyRegistry::Slot& ring,
+                      std::span<const internal::CopyRegistry::Entry> runs);
   // How this node reaches a home's memory, once the home has answered.
   struct Window {
     bool asked = false;
@@ -66,6 +70,10 @@ class HomeAccess {
     std::uint64_t registry_base = 0;
     std::uint64_t registered = 0;  // entries this node wrote in its ring at the home, ever
     std::uint64_t taken = 0;       // entries the home had taken, when this node last looked
+    // Where the pair shares a host, the home's system view and this node's slot of its registry
+    // mapped here (views_, rings_): reads, writes and registrations are plain copies and stores.
+    std::byte* view = nullptr;
+    internal::CopyRegistry::Slot* ring = nullptr;
   };
   std::optional<Window> WindowOf(int home);
 
@@ -75,6 +83,8 @@ class HomeAccess {
   internal::CopyRegistry registry_;
   std::mutex mutex_;
   std::vector<Window> windows_;  // by rank
+  std::vector<Mapping> views_;   // by rank, once mapped (Window::view)
+  std::vector<Mapping> rings_;   // by rank, the home's whole registry (Window::ring)
   // One registration at a time: a ring's entries and its head are written in order.
   std::mutex register_mutex_;
 };

@@ -1,14 +1,31 @@
 #include "dsm/internal/copy_registry.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
 #include <string>
 
+#include "base/error.h"
 #include "base/log.h"
 
 namespace lmdx::dsm::internal {
 
-CopyRegistry::CopyRegistry(int nodes, std::uint64_t page_count)
-    : page_count_(page_count), slots_(static_cast<std::size_t>(nodes)) {}
+CopyRegistry::CopyRegistry(int nodes, std::uint64_t page_count) : page_count_(page_count) {
+  const std::size_t bytes = static_cast<std::size_t>(nodes) * sizeof(Slot);
+  file_.reset(::memfd_create("lmdx-registry", MFD_CLOEXEC));
+  if (!file_ || ::ftruncate(file_.get(), static_cast<off_t>(bytes)) != 0) {
+    ThrowSystemError("cannot create the DSM's registry of copies", errno, LMDX_ERR_NO_MEMORY);
+  }
+  void* at = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, file_.get(), 0);
+  if (at == MAP_FAILED) {
+    ThrowSystemError("cannot map the DSM's registry of copies", errno, LMDX_ERR_NO_MEMORY);
+  }
+  memory_ = Mapping(at, bytes);
+  // A fresh memory file reads as zeros: every count starts at 0.
+  slots_ = std::span<Slot>(static_cast<Slot*>(at), static_cast<std::size_t>(nodes));
+}
 
 void CopyRegistry::Take(
     const std::function<void(int reader, std::uint64_t first, std::uint64_t count)>& take) {

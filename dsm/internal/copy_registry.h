@@ -18,7 +18,10 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
-#include <vector>
+#include <span>
+
+#include "base/fd.h"
+#include "base/mapping.h"
 
 namespace lmdx::dsm::internal {
 
@@ -44,12 +47,14 @@ class CopyRegistry {
     return SlotOffset(reader) + offsetof(Slot, entries) + (index % kEntries) * sizeof(Entry);
   }
 
+  // The slots live in a memory file of their own, which a peer of the same host maps.
   CopyRegistry(int nodes, std::uint64_t page_count);
   CopyRegistry(const CopyRegistry&) = delete;
   CopyRegistry& operator=(const CopyRegistry&) = delete;
 
-  void* base() { return slots_.data(); }
-  std::size_t bytes() const { return slots_.size() * sizeof(Slot); }
+  void* base() { return memory_.data(); }
+  std::size_t bytes() const { return memory_.size(); }
+  int file() const { return file_.get(); }
 
   // Calls take(reader, first, count) for every entry written since the last call, after a full
   // fence. An entry out of the range, or a count past the ring, is skipped and said once: only
@@ -62,7 +67,9 @@ class CopyRegistry {
   }
 
   std::uint64_t page_count_;
-  std::vector<Slot> slots_;
+  Fd file_;
+  Mapping memory_;
+  std::span<Slot> slots_;
   std::mutex take_mutex_;  // one Take at a time: each advances the tails
   bool said_ = false;      // guarded by take_mutex_
 };
