@@ -92,7 +92,10 @@ int Main(int argc, char** argv) {
   }
 
   const Network networks[] = {
-      {"shm", {{"LMDX_TRANSPORT", "shm"}}, "process_vm_readv and process_vm_writev"},
+      {"shm",
+       {{"LMDX_TRANSPORT", "shm"}},
+       "plain copies through a mapping of the home's memory file (process_vm_readv and\n  "
+       "process_vm_writev where the kernel refuses the mapping)"},
       {"fabric (UCX sm)",
        {{"LMDX_TRANSPORT", "fabric"}, {"UCX_TLS", "sm"}},
        "reads by ucp_get_nbx (emulated by UCX's worker at the home here); diffs by messages"},
