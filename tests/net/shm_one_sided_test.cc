@@ -1,9 +1,12 @@
 // The shared-memory transport's one-sided access, with two transports in one process as ranks 0
 // and 1 of a job: a read copies what the peer exposed, a write lands every piece and nothing
 // else, and a key that does not name the process at the other end of the pair's socket is
-// refused rather than used. Access between two real processes is tested through the DSM
+// refused rather than used; a memory file the peer names is mapped, and anything else it names
+// is not. Access between two real processes is tested through the DSM
 // (tests/dsm/litmus_test.cc, OneSidedAccess).
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "base/fd.h"
+#include "base/mapping.h"
 #include "net/progress_engine.h"
 #include "net/shm_transport.h"
 #include "tests/net/in_process_host.h"
@@ -132,6 +137,43 @@ TEST_F(ShmOneSidedTest, AReadOfMemoryThePeerDoesNotHaveFails) {
   std::vector<std::uint8_t> local(4096);
   // Page 0 is never mapped.
   EXPECT_EQ(Read(*key, 0, local.data(), local.size()), std::optional<bool>(false));
+}
+
+TEST_F(ShmOneSidedTest, AMemoryFileThePeerNamesIsMappedAndSharesItsBytes) {
+  Connect();
+  constexpr std::size_t kBytes = 1 << 20;
+  Fd file(::memfd_create("lmdx-test", MFD_CLOEXEC));
+  ASSERT_TRUE(file);
+  ASSERT_EQ(::ftruncate(file.get(), kBytes), 0);
+  void* at = ::mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_SHARED, file.get(), 0);
+  ASSERT_NE(at, MAP_FAILED);
+  Mapping exposed(at, kBytes);
+  exposed.data()[4096] = std::byte{42};
+  std::optional<std::string> key = ranks_[1].transport->Expose(exposed.data(), kBytes);
+  ASSERT_TRUE(key.has_value());
+  Mapping mapped = ranks_[0].transport->Map(1, *key, file.get(), kBytes);
+  ASSERT_NE(mapped.data(), nullptr);
+  ASSERT_EQ(mapped.size(), kBytes);
+  EXPECT_NE(mapped.data(), exposed.data());
+  EXPECT_EQ(mapped.data()[4096], std::byte{42});
+  // Writes go both ways: the two mappings are one memory.
+  mapped.data()[kBytes - 1] = std::byte{7};
+  EXPECT_EQ(exposed.data()[kBytes - 1], std::byte{7});
+  // Longer than the file, or with a key that names another process: refused.
+  EXPECT_EQ(ranks_[0].transport->Map(1, *key, file.get(), 2 * kBytes).data(), nullptr);
+  EXPECT_EQ(ranks_[0].transport->Map(1, "pid:1", file.get(), kBytes).data(), nullptr);
+}
+
+TEST_F(ShmOneSidedTest, ADescriptorThatIsNotAMemoryFileIsNotMapped) {
+  Connect();
+  std::vector<std::uint8_t> exposed(4096, 7);
+  std::optional<std::string> key = ranks_[1].transport->Expose(exposed.data(), exposed.size());
+  ASSERT_TRUE(key.has_value());
+  Fd file(::open("/proc/self/exe", O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(file);
+  EXPECT_EQ(ranks_[0].transport->Map(1, *key, file.get(), 4096).data(), nullptr);
+  EXPECT_EQ(ranks_[0].transport->Map(1, *key, -1, 4096).data(), nullptr);
+  EXPECT_EQ(ranks_[0].transport->Map(1, *key, 1 << 20, 4096).data(), nullptr);
 }
 
 }  // namespace
