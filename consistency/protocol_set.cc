@@ -26,7 +26,8 @@ struct ProtocolSet::Member {
   std::unique_ptr<Protocol> protocol;  // declared last: destroyed before what it refers to
 };
 
-ProtocolSet::ProtocolSet(net::Node& node, PageMemory& memory, PageTable& table, Settings settings) {
+ProtocolSet::ProtocolSet(net::Node& node, PageMemory& memory, PageTable& table, Settings settings)
+    : alone_(node.size() == 1) {
   auto add = [&](auto make) {
     auto member = std::make_unique<Member>(memory);
     member->protocol = make(member->memory, member->counters);
@@ -86,6 +87,7 @@ std::string ProtocolSet::Gather(const std::function<std::string(Protocol&)>& byt
 }
 
 std::string ProtocolSet::OnRelease(const sync::SyncObject& object) {
+  if (alone_) return {};
   return Gather([&object](Protocol& protocol) { return protocol.OnRelease(object); });
 }
 
@@ -109,6 +111,7 @@ std::vector<std::vector<std::string>> ProtocolSet::Split(std::span<const std::st
 }
 
 void ProtocolSet::OnAcquire(const sync::SyncObject& object, std::span<const std::string> payloads) {
+  if (alone_) return;
   auto by_protocol = Split(
       payloads, std::string(sync::KindName(object.kind)) + " \"" + std::string(object.name) + "\"");
   for (std::size_t i = 0; i < members_.size(); ++i) {
@@ -117,6 +120,7 @@ void ProtocolSet::OnAcquire(const sync::SyncObject& object, std::span<const std:
 }
 
 std::string ProtocolSet::Knowledge() {
+  if (alone_) return {};
   return Gather([](Protocol& protocol) { return protocol.Knowledge(); });
 }
 

@@ -55,6 +55,10 @@ class ProtocolSet final : public sync::ConsistencyHooks {
   // One HookPayloads of what bytes_of gives for each protocol, those that give nothing left out.
   std::string Gather(const std::function<std::string(Protocol&)>& bytes_of) const;
   std::vector<std::unique_ptr<Member>> members_;  // counters and memory view outlive the protocol
+  // A job of one node: no other node can hold a copy of a page, so every page is homed here and
+  // written in place, no release has anything to tell and no acquire anything to learn. The
+  // hooks then do nothing at all, and synchronisation costs what it costs between threads.
+  bool alone_;
 };
 
 }  // namespace lmdx::consistency
