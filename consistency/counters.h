@@ -33,6 +33,8 @@ struct Counters {
   Counter diff_bytes{0};     // their encoded bytes
   Counter diffs_applied{0};  // diffs of other nodes applied to this node's copies
   Counter diffs_written_directly{0};  // hlrc: own diffs written into the home's memory (one-sided)
+  Counter bytes_written_directly{0};  // and their runs' bytes
+  Counter bytes_read_directly{0};     // bytes of the pages read from the home's memory
   Counter write_notices{0};           // write notices received that named a page news to this node
   Counter updates_sent{0};            // diffs sent to copy holders (update)
   Counter pages_refetched{0};         // invalidated pages fetched again at the acquire

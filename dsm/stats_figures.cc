@@ -55,6 +55,8 @@ void FillCounters(const consistency::Counters& counters, wire::NodeStats& stats)
   stats.set_streamed_used(value(counters.streamed_used));
   stats.set_pages_read_directly(value(counters.pages_read_directly));
   stats.set_diffs_written_directly(value(counters.diffs_written_directly));
+  stats.set_bytes_read_directly(value(counters.bytes_read_directly));
+  stats.set_bytes_written_directly(value(counters.bytes_written_directly));
   stats.set_diffs_fetched(value(counters.diffs_fetched));
   stats.set_diffs_discarded(value(counters.diffs_discarded));
   stats.set_kept_diff_peak(value(counters.kept_diff_peak));

@@ -154,7 +154,7 @@ std::string MarkdownTable(const ReportSetup& setup, const std::vector<RunResult>
   for (const std::string& sample : setup.samples) {
     md << "\n### " << sample << "\n\n"
        << "| protocol | nodes | time (s) | vs 1 node | vs threads | faults (read + write) | "
-          "pages fetched | diffs | messages | MB sent | bytes / message version's |\n"
+          "pages fetched | diffs | messages | MB moved | bytes / message version's |\n"
        << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
     for (const std::string& protocol : Variants(setup, runs, sample)) {
       for (int nodes : setup.nodes) {
@@ -254,7 +254,7 @@ std::vector<std::string> DrawCharts(const std::string& dir, const ReportSetup& s
       {"time (s)", [](const RunResult& r) { return r.seconds; }},
       {"faults", [](const RunResult& r) { return r.read_faults + r.write_faults; }},
       {"messages", [](const RunResult& r) { return r.messages; }},
-      {"MB sent", [](const RunResult& r) { return r.bytes / 1e6; }},
+      {"MB moved", [](const RunResult& r) { return r.bytes / 1e6; }},
   };
   std::vector<std::string> drawn;
   for (const std::string& sample : setup.samples) {

@@ -517,7 +517,10 @@ void HomeBasedProtocol::FetchAndInstall(const Batches& by_home) {
       }
       Counters::Add(counters_.pages_fetched);
       Counters::Add(counters_.bytes_fetched, page_bytes);
-      if (fetch.direct) Counters::Add(counters_.pages_read_directly);
+      if (fetch.direct) {
+        Counters::Add(counters_.pages_read_directly);
+        Counters::Add(counters_.bytes_read_directly, page_bytes);
+      }
       opened.push_back(page);
     }
   }

@@ -104,6 +104,9 @@ bool HomeBasedProtocol::WriteDiffsAtHome(
   if (runs.size() > std::max(kOneSidedRuns, kOneSidedRunsPerPage * diffs.size())) return false;
   if (!memory_.WriteHomeCopies(home, runs)) return false;
   Counters::Add(counters_.diffs_written_directly, diffs.size());
+  std::uint64_t bytes = 0;
+  for (const PageRun& run : runs) bytes += run.length;
+  Counters::Add(counters_.bytes_written_directly, bytes);
   return true;
 }
 
