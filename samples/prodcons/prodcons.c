@@ -336,7 +336,7 @@ int main(int argc, char** argv) {
 
   printf(
       "prodcons: %d items from %d producer%s to %d consumer%s through a %d-slot buffer on %d "
-      "nodes: %.2f s\n",
+      "nodes: %.3f s\n",
       producers * items, producers, producers == 1 ? "" : "s", consumers, consumers == 1 ? "" : "s",
       BUFSIZE, lmdx_size(), elapsed);
   return check_results(producers, consumers, items, counts);

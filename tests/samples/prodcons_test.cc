@@ -20,7 +20,7 @@ std::string FirstLine(const std::string& out) { return out.substr(0, out.find('\
 
 std::regex SummaryLine(const std::string& what, int nodes) {
   return std::regex("prodcons: " + what + " through a 10-slot buffer on " + std::to_string(nodes) +
-                    " nodes: [0-9]+\\.[0-9]{2} s\n");
+                    " nodes: [0-9]+\\.[0-9]{3} s\n");
 }
 
 class ProdconsTest : public ::testing::TestWithParam<std::tuple<int, const char*>> {
