@@ -167,8 +167,9 @@ bool HomeAccess::Write(int home, std::span<const consistency::PageRun> runs) {
     return true;
   }
   if (!window->writable) return false;
-  if (node_.WriteRemote(home, window->key, pieces)) return true;
-  GiveUpWrites(home);
+  const std::optional<bool> wrote = node_.WriteRemote(home, window->key, pieces);
+  if (wrote == true) return true;
+  GiveUpWrites(home, wrote.has_value());
   return false;
 }
 
@@ -215,10 +216,11 @@ bool HomeAccess::Register(int home, std::span<const consistency::PageId> pages) 
   const std::uint64_t head = registered + runs.size();
   const net::Transport::WritePiece head_piece{
       window->registry_base + CopyRegistry::HeadOffset(self), &head, sizeof(head)};
-  if (!node_.WriteRemote(home, window->registry_key, pieces) ||
-      !node_.WriteRemote(home, window->registry_key, {&head_piece, 1})) {
+  std::optional<bool> wrote = node_.WriteRemote(home, window->registry_key, pieces);
+  if (wrote == true) wrote = node_.WriteRemote(home, window->registry_key, {&head_piece, 1});
+  if (wrote != true) {
     // Entries past the head are never taken; the ring stays as it was.
-    GiveUpWrites(home);
+    GiveUpWrites(home, wrote.has_value());
     return false;
   }
   {
@@ -262,10 +264,11 @@ void HomeAccess::GiveUp(int home) {
   known.key.clear();
 }
 
-void HomeAccess::GiveUpWrites(int home) {
+void HomeAccess::GiveUpWrites(int home, bool failed) {
   std::lock_guard lock(mutex_);
   Window& known = windows_[static_cast<std::size_t>(home)];
-  if (known.writable && !node_.ending()) {
+  // A network with no remote writes (fabric's memory is exposed for reads) is no failure.
+  if (failed && known.writable && !node_.ending()) {
     LogLine("one-sided writes to rank " + std::to_string(home) + " over " + node_.NetworkTo(home) +
             " failed; they go as messages from now on");
   }

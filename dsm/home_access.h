@@ -54,7 +54,8 @@ class HomeAccess {
   // The pair goes on with messages: a read failed (said once in the log).
   void GiveUp(int home);
   // The pair's writes go as messages from now on; reads, which need no write access, go on.
-  void GiveUpWrites(int home);
+  // failed: a write was tried and failed (said once in the log), rather than not possible.
+  void GiveUpWrites(int home, bool failed);
   // Register's entries and head as plain stores into this node's slot of a mapped registry;
   // false when the slot is full until the home next takes it. Caller holds register_mutex_.
   bool RegisterMapped(internal::CopyRegistry::Slot& ring,

@@ -155,8 +155,10 @@ class Node : public TransportHost {
   // the pair's network has no remote reads or a read failed: the caller then asks the peer.
   bool ReadRemote(int peer, const std::string& key, std::span<const RemoteSpan> spans);
   // Writes every piece into peer's memory exposed with key; returns once all are there. False
-  // when the pair's network has no remote writes or a write failed: the caller then asks the peer.
-  bool WriteRemote(int peer, const std::string& key, std::span<const Transport::WritePiece> pieces);
+  // when a write failed, nullopt when the pair's network has no remote writes: either way the
+  // caller then asks the peer.
+  std::optional<bool> WriteRemote(int peer, const std::string& key,
+                                  std::span<const Transport::WritePiece> pieces);
   // Maps memory peer exposed with key, backed by its descriptor `file` (Transport::Map); an
   // empty Mapping when the pair's network cannot.
   Mapping MapRemote(int peer, const std::string& key, int file, std::size_t size);

@@ -60,12 +60,12 @@ bool Node::ReadRemote(int peer, const std::string& key, std::span<const RemoteSp
   return !batch->failed.load(std::memory_order_relaxed);
 }
 
-bool Node::WriteRemote(int peer, const std::string& key,
-                       std::span<const Transport::WritePiece> pieces) {
+std::optional<bool> Node::WriteRemote(int peer, const std::string& key,
+                                      std::span<const Transport::WritePiece> pieces) {
   Transport* transport = OneSidedRoute(peer);
-  if (transport == nullptr) return false;
+  if (transport == nullptr) return std::nullopt;
   if (pieces.empty()) return true;
-  return transport->Write(peer, key, pieces).value_or(false);
+  return transport->Write(peer, key, pieces);
 }
 
 Mapping Node::MapRemote(int peer, const std::string& key, int file, std::size_t size) {
