@@ -498,10 +498,9 @@ class Translator {
     std::size_t close = Matching(i + 1);
     if (!Is(close + 1, "{")) return;  // a declaration, not the definition
     std::size_t body_end = Matching(close + 1);
-    for (std::size_t j = close + 1; j < body_end; ++j) {
-      // A main that starts LMDX itself (SPMD programs, modules) is the user's to keep.
-      if (Is(j, "lmdx_init") || Is(j, "lmdx_init_spmd")) return;
-    }
+    // A program that starts LMDX itself (SPMD programs, modules), in main or in a function of its
+    // own, in C or C++ spelling, keeps its main.
+    if (StartsLmdxItself()) return;
     auto parameters = Arguments(i + 1, close);
     bool void_list = parameters.size() == 1 && parameters[0].second == parameters[0].first + 1 &&
                      Is(parameters[0].first, "void");
@@ -512,6 +511,21 @@ class Translator {
     main_returns_void_ = i > 0 && Is(i - 1, "void");
     main_found_ = true;
     edits_.Replace(code_[i].begin, code_[i].end, kRenamedMain);
+    // Flowing off the end of main returns 0 (C99, C++); off the end of the function it becomes,
+    // it returns garbage in C and is undefined in C++ (a crash at exit with g++).
+    if (!main_returns_void_) edits_.Insert(code_[body_end].begin, "return 0; ");
+  }
+
+  // Whether the file calls lmdx_init or lmdx_init_spmd, or lmdx::init or lmdx::init_spmd.
+  bool StartsLmdxItself() const {
+    for (std::size_t j = 0; j + 1 < code_.size(); ++j) {
+      if (!Is(j + 1, "(")) continue;
+      if (Is(j, "lmdx_init") || Is(j, "lmdx_init_spmd")) return true;
+      if ((Is(j, "init") || Is(j, "init_spmd")) && j >= 2 && Is(j - 1, "::") && Is(j - 2, "lmdx")) {
+        return true;
+      }
+    }
+    return false;
   }
 
   std::string GeneratedMain() const {

@@ -175,6 +175,31 @@ TEST(TranslatorTest, ProgramsThatStartLmdxThemselvesKeepTheirMain) {
   EXPECT_NE(out.find(source), std::string::npos) << out;
 }
 
+// The C++ spelling and a call from a function of the program's own count too: a second init
+// would fail with "LMDX was already initialized".
+TEST(TranslatorTest, ProgramsThatStartLmdxInCxxOrFromAHelperKeepTheirMain) {
+  for (const char* source : {"int main(int c, char **v) { lmdx::init_spmd(c, v); return 0; }\n",
+                             "int main(int c, char **v) { lmdx::init(c, v); return 0; }\n",
+                             "static void start(int *c, char ***v) { lmdx_init_spmd(c, v); }\n"
+                             "int main(int c, char **v) { start(&c, &v); return 0; }\n"}) {
+    std::string out = Translate(source, "spmd.cc");
+    EXPECT_EQ(out.find("lmdx_program_main"), std::string::npos) << out;
+    EXPECT_NE(out.find(source), std::string::npos) << out;
+  }
+  // A name of the program's own that merely contains init is no start.
+  std::string out = Translate("int main() { mine::init(); return 0; }\n", "own.cc");
+  EXPECT_NE(out.find("lmdx_program_main"), std::string::npos) << out;
+}
+
+// Flowing off the end of main returns 0, and off the end of the function lmdxpp makes of it too
+// (without it g++'s code for a C++ main with no return crashed at exit).
+TEST(TranslatorTest, MainWithNoReturnStillReturnsZero) {
+  std::string out = Translate("int main() { int x = 1; (void)x; }\n", "noreturn.cc");
+  EXPECT_NE(out.find("int lmdx_program_main() { int x = 1; (void)x; return 0; }"),
+            std::string::npos)
+      << out;
+}
+
 TEST(TranslatorTest, VoidMainStillEndsTheJobWithStatusZero) {
   std::string out = Translate("void main(void) { }\n", "v.c");
   EXPECT_NE(out.find("void lmdx_program_main(void)"), std::string::npos) << out;

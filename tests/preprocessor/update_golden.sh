@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bazel build //preprocessor:lmdxpp
-lmdxpp="$(bazel cquery --output=files //preprocessor:lmdxpp 2>/dev/null)"
+lmdxpp="$(bazel info bazel-bin 2>/dev/null)/preprocessor/lmdxpp"
 for input in tests/preprocessor/testdata/*.c tests/preprocessor/testdata/*.cc; do
   "$lmdxpp" "$input" --name "$input" -o "$input.golden"
 done
