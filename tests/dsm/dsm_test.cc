@@ -227,8 +227,12 @@ TEST_P(ProtocolTest, ThreadsOfANodeFaultingOnOnePageShareOneFetch) {
   std::string json = ReadFile(json_path);
   long long fetched = StatOf(json, 1, "pages_fetched");
   // 200 pages and the page holding the pointer to them; 4 threads fetching each would be 800.
+  // Under hlrc the copies are registered in rank 0's memory (docs/protocols.md, "One-sided first
+  // fetches"): when rank 0's release at the last barrier comes after the reads, it takes them and
+  // names the pages it had written with no fault, and rank 1's acquire fetches them again once.
+  const long long registered_again = std::string(GetParam()) == "hlrc" ? 200 : 0;
   EXPECT_GE(fetched, 200) << json;
-  EXPECT_LE(fetched, 205) << json;
+  EXPECT_LE(fetched, 205 + registered_again) << json;
   EXPECT_GE(StatOf(json, 1, "read_faults"), 200) << json;
 }
 
