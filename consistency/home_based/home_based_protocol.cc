@@ -332,7 +332,7 @@ void HomeBasedProtocol::EndTransition(PageId page, Access access) {
 void HomeBasedProtocol::FetchAndInstall(const Batches& by_home) {
   const std::size_t page_bytes = memory_.page_bytes();
   struct Fetch {
-    int home;
+    int home = -1;
     std::vector<PageId> pages;
     // Per page, this node's writes the home may lack when it serves the request: those of a
     // release under way and those not yet sent. Kept even if that release completes before the
@@ -368,9 +368,15 @@ void HomeBasedProtocol::FetchAndInstall(const Batches& by_home) {
     }
   };
   for (const auto& [home, pages] : by_home) {
-    Fetch asked{.home = home};
-    Fetch read{.home = home, .direct = true};
-    Fetch first{.home = home, .direct = true, .registered = true};
+    Fetch asked;
+    asked.home = home;
+    Fetch read;
+    read.home = home;
+    read.direct = true;
+    Fetch first;
+    first.home = home;
+    first.direct = true;
+    first.registered = true;
     {
       std::lock_guard state(state_mutex_);
       for (PageId page : pages) {
