@@ -76,8 +76,9 @@ class PageMemory {
   virtual bool ReadHomeCopies(int home, std::span<const PageId> pages, std::byte* into) = 0;
   // Writes runs of bytes into home's copies straight in the home's memory (a one-sided write,
   // which the home does not see: nothing of its own, a twin say, changes). Blocks; application
-  // threads only. False when the pair's network has no remote writes or the write failed (then
-  // some runs may have landed): the caller then sends them to the home.
+  // threads only. False when the pair's network has no remote writes, when so many short runs
+  // would cost more than the home's applying them from a message, or the write failed (then some
+  // runs may have landed): the caller then sends them to the home.
   virtual bool WriteHomeCopies(int home, std::span<const PageRun> runs) = 0;
   // Records in home's memory, one-sidedly, that this node is about to read pages (sorted) there
   // with ReadHomeCopies, so that a first copy needs no message: the home learns of it at its

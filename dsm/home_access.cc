@@ -166,6 +166,16 @@ bool HomeAccess::Write(int home, std::span<const consistency::PageRun> runs) {
     }
     return true;
   }
+  // The kernel pins the home's pages run by run (about 0.5 µs a run here): many pages of many
+  // short runs each, such as every word rewritten with its high bytes unchanged (512 runs a page),
+  // cost more written by system calls than applied by the home from one message, whose wake-up
+  // (100 to 250 µs while the home computes) is what a few hundred runs cost. A page or two of them
+  // still go one-sided: the home need not wake. Through a mapping a run is a copy, and all go.
+  std::size_t pages = 0;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (i == 0 || runs[i].page != runs[i - 1].page) ++pages;
+  }
+  if (runs.size() > std::max(kSystemCallRuns, kSystemCallRunsPerPage * pages)) return false;
   if (!window->writable) return false;
   const std::optional<bool> wrote = node_.WriteRemote(home, window->key, pieces);
   if (wrote == true) return true;

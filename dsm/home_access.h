@@ -51,6 +51,9 @@ class HomeAccess {
   }
 
  private:
+  // Without a mapping, a batch with more runs than both of these goes as a message (Write).
+  static constexpr std::size_t kSystemCallRuns = 4096;
+  static constexpr std::size_t kSystemCallRunsPerPage = 32;
   // The pair goes on with messages: a read failed (said once in the log).
   void GiveUp(int home);
   // The pair's writes go as messages from now on; reads, which need no write access, go on.

@@ -118,10 +118,6 @@ class HomeBasedProtocol final : public Protocol {
     int quiet_releases = 0;  // releases since the kept-writable page last changed
   };
   static constexpr int kQuietReleasesKept = 2;
-  // hlrc: a batch of diffs with more runs than both of these goes to its home as a message
-  // rather than one-sided (WriteDiffsAtHome).
-  static constexpr std::size_t kOneSidedRuns = 4096;
-  static constexpr std::size_t kOneSidedRunsPerPage = 32;
   // lrc: a fetched copy that lacked at least this many diffs is described to its home.
   static constexpr std::size_t kHomeUpdateDiffs = 4;
   using Batches = std::map<int, std::vector<PageId>>;  // destination -> pages

@@ -96,12 +96,8 @@ bool HomeBasedProtocol::WriteDiffsAtHome(
           runs.push_back({page, offset, bytes, length});
         });
   }
-  // The kernel pins the home's pages run by run (about 0.5 µs a run here): many pages of many
-  // short runs each, such as every word rewritten with its high bytes unchanged (512 runs a page),
-  // cost more written one-sided than applied by the home from one message, whose wake-up (100 to
-  // 250 µs while the home computes) is what a few hundred runs cost. A page or two of them still
-  // go one-sided: the home need not wake.
-  if (runs.size() > std::max(kOneSidedRuns, kOneSidedRunsPerPage * diffs.size())) return false;
+  // Where writing many short runs costs more than the home's applying them from a message, the
+  // memory declines them (PageMemory::WriteHomeCopies) and they go as one.
   if (!memory_.WriteHomeCopies(home, runs)) return false;
   Counters::Add(counters_.diffs_written_directly, diffs.size());
   std::uint64_t bytes = 0;
