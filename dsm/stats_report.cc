@@ -2,8 +2,10 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
+#include <vector>
 
 namespace lmdx::dsm {
 namespace {
@@ -17,8 +19,23 @@ std::string Line(const char* format, auto... values) {
 }  // namespace
 
 std::string FormatStatsTable(const wire::JobStats& job) {
-  std::string out = "lmdx statistics (protocol " +
-                    (job.nodes_size() > 0 ? job.nodes(0).protocol() : std::string("?")) + ")";
+  const std::string main_protocol =
+      job.nodes_size() > 0 ? job.nodes(0).protocol() : std::string("?");
+  // The protocols the configuration gave regions of their own, which did work on some node.
+  std::vector<std::string> others;
+  for (const auto& node : job.nodes()) {
+    for (const auto& part : node.protocols()) {
+      if (part.protocol() != main_protocol &&
+          std::find(others.begin(), others.end(), part.protocol()) == others.end()) {
+        others.push_back(part.protocol());
+      }
+    }
+  }
+  std::string out = "lmdx statistics (protocol " + main_protocol;
+  for (std::size_t i = 0; i < others.size(); ++i) {
+    out += (i == 0 ? "; regions under " : ", ") + others[i];
+  }
+  out += ")";
   if (job.nodes_size() > 0 && !job.nodes(0).page_access().empty()) {
     out += ", pages protected by " + job.nodes(0).page_access();
   }

@@ -184,9 +184,22 @@ TEST_P(VariablesUnderDifferentProtocols, SynchroniseTogether) {
   ScopedEnv stats("LMDX_STATS", "1");
   ScopedEnv json("LMDX_STATS_JSON", ScratchFile("two_protocols.json"));
   JobResult job = ExpectVerified("two_protocols", nodes(), Iterations(300), {"--config", config});
-  EXPECT_NE(job.err.find("lmdx statistics (protocol " + std::string(protocol()) + ")"),
-            std::string::npos)
-      << job.err;
+  // The header names the job's protocol and those of the regions that did work.
+  const std::size_t header =
+      job.err.find("lmdx statistics (protocol " + std::string(protocol()) + "; regions under ");
+  ASSERT_NE(header, std::string::npos) << job.err;
+  const std::string header_line = job.err.substr(header, job.err.find('\n', header) - header);
+  // A whole name ("rc" is in "hlrc"): after a space, before ",", ";" or ")".
+  auto names = [&header_line](const std::string& name) {
+    for (const char* after : {",", ";", ")"}) {
+      if (header_line.find(" " + name + after) != std::string::npos) return true;
+    }
+    return false;
+  };
+  for (const std::string& region_protocol : {by_name, by_prefix}) {
+    EXPECT_TRUE(names(region_protocol)) << region_protocol << ": " << header_line;
+  }
+  EXPECT_FALSE(names(NextProtocol(protocol(), 3))) << header_line;
   // Each of the three moved pages, so the regions really run under them; the fourth moved none.
   // hlrc reads its pages from their homes' memory where the network allows (one-sided, no
   // message): the statistics' table below shows that it worked.
