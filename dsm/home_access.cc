@@ -13,6 +13,22 @@ namespace lmdx::dsm {
 
 using internal::kDsmAccessKey;
 
+namespace {
+
+// Calls run(at, end) for each run pages[at], ..., pages[end - 1] of consecutive pages: they are
+// consecutive in the home's memory too, and each run is one copy or one system call's piece.
+template <typename Run>
+void ForEachRun(std::span<const consistency::PageId> pages, Run run) {
+  for (std::size_t at = 0; at < pages.size();) {
+    std::size_t end = at + 1;
+    while (end < pages.size() && pages[end] == pages[end - 1] + 1) ++end;
+    run(at, end);
+    at = end;
+  }
+}
+
+}  // namespace
+
 HomeAccess::HomeAccess(net::Node& node, const GlobalSpace& space, bool enabled)
     : node_(node),
       space_(space),
@@ -62,10 +78,9 @@ std::optional<HomeAccess::Window> HomeAccess::WindowOf(int home) {
   // Two threads may both ask; the home answers both alike.
   Window window;
   window.asked = true;
-  struct {
-    int view = -1;
-    int registry = -1;
-  } answer_files;
+  // The home's descriptors of its memory files, to map (-1: none).
+  int view_file = -1;
+  int registry_file = -1;
   try {
     net::InboundMessage reply = node_.Request(home, kDsmAccessKey, {});
     wire::AccessWindow answer;
@@ -78,9 +93,9 @@ std::optional<HomeAccess::Window> HomeAccess::WindowOf(int home) {
           static_cast<std::uint64_t>(node_.size()) * sizeof(internal::CopyRegistry::Slot)) {
         window.registry_key = answer.registry_key();
         window.registry_base = answer.registry_base();
-        answer_files.registry = answer.has_registry_file() ? answer.registry_file() : -1;
+        registry_file = answer.has_registry_file() ? answer.registry_file() : -1;
       }
-      answer_files.view = answer.has_view_file() ? answer.view_file() : -1;
+      view_file = answer.has_view_file() ? answer.view_file() : -1;
     } else {
       LogLine("a malformed read window from rank " + std::to_string(home) +
               ": its pages are fetched by messages");
@@ -92,12 +107,12 @@ std::optional<HomeAccess::Window> HomeAccess::WindowOf(int home) {
   // A peer of the same host maps the home's memory files: no system call per access then.
   Mapping view;
   Mapping ring;
-  if (!window.key.empty() && answer_files.view >= 0) {
-    view = node_.MapRemote(home, window.key, answer_files.view, window.bytes);
+  if (!window.key.empty() && view_file >= 0) {
+    view = node_.MapRemote(home, window.key, view_file, window.bytes);
   }
-  if (view.data() != nullptr && !window.registry_key.empty() && answer_files.registry >= 0) {
+  if (view.data() != nullptr && !window.registry_key.empty() && registry_file >= 0) {
     ring = node_.MapRemote(
-        home, window.registry_key, answer_files.registry,
+        home, window.registry_key, registry_file,
         static_cast<std::size_t>(node_.size()) * sizeof(internal::CopyRegistry::Slot));
   }
   std::lock_guard lock(mutex_);
@@ -122,25 +137,19 @@ bool HomeAccess::Read(int home, std::span<const consistency::PageId> pages, std:
   std::optional<Window> window = WindowOf(home);
   if (!window || window->key.empty()) return false;
   const std::uint64_t page_bytes = space_.page_bytes();
-  if (window->view != nullptr) {
-    for (std::size_t i = 0; i < pages.size(); ++i) {
-      if ((pages[i] + 1) * page_bytes > window->bytes) return false;
-    }
-    for (std::size_t i = 0; i < pages.size(); ++i) {
-      std::memcpy(into + i * page_bytes, window->view + pages[i] * page_bytes, page_bytes);
-    }
-    return true;
-  }
-  // One read per run of consecutive pages: they are consecutive in the home's memory too.
   std::vector<net::Node::RemoteSpan> spans;
-  std::size_t at = 0;
-  while (at < pages.size()) {
-    std::size_t end = at + 1;
-    while (end < pages.size() && pages[end] == pages[end - 1] + 1) ++end;
-    if ((pages[end - 1] + 1) * page_bytes > window->bytes) return false;
+  bool inside = true;
+  ForEachRun(pages, [&](std::size_t at, std::size_t end) {
+    inside = inside && (pages[end - 1] + 1) * page_bytes <= window->bytes;
     spans.push_back({window->base + pages[at] * page_bytes, into + at * page_bytes,
                      static_cast<std::size_t>((end - at) * page_bytes)});
-    at = end;
+  });
+  if (!inside) return false;
+  if (window->view != nullptr) {
+    for (const net::Node::RemoteSpan& span : spans) {
+      std::memcpy(span.local, window->view + (span.address - window->base), span.size);
+    }
+    return true;
   }
   if (node_.ReadRemote(home, window->key, spans)) return true;
   GiveUp(home);
@@ -190,12 +199,9 @@ bool HomeAccess::Register(int home, std::span<const consistency::PageId> pages) 
     return false;
   }
   std::vector<internal::CopyRegistry::Entry> runs;
-  for (std::size_t at = 0; at < pages.size();) {
-    std::size_t end = at + 1;
-    while (end < pages.size() && pages[end] == pages[end - 1] + 1) ++end;
+  ForEachRun(pages, [&](std::size_t at, std::size_t end) {
     runs.push_back({pages[at], end - at});
-    at = end;
-  }
+  });
   using internal::CopyRegistry;
   const int self = node_.rank();
   std::lock_guard one_at_a_time(register_mutex_);
