@@ -21,6 +21,7 @@
 #include "net/bootstrap.h"
 #include "net/rendezvous_server.h"
 #include "sync/service.h"
+#include "tasks/runtime.h"
 #include "threads/service.h"
 
 namespace lmdx::api {
@@ -97,6 +98,24 @@ threads::Service::Options ThreadOptions(const config::Settings& settings) {
   return options;
 }
 
+tasks::Options TaskOptions(const config::Settings& settings) {
+  tasks::Options options;
+  switch (settings.task_scheduler) {
+    case config::Tasks::SHARE: options.scheduling = tasks::Scheduling::kShare; break;
+    case config::Tasks::LEAST_LOADED: options.scheduling = tasks::Scheduling::kLeastLoaded; break;
+    default: options.scheduling = tasks::Scheduling::kSteal; break;
+  }
+  options.runners = static_cast<int>(settings.task_runners);
+  return options;
+}
+
+// The task runtime's threads end before the node goes. False when one is still inside a task: the
+// node must then stay, as it does under LMDX threads still running.
+bool TasksStopped() {
+  tasks::Runtime* runtime = tasks::Current();
+  return runtime == nullptr || !runtime->started() || runtime->StopAndJoin(std::chrono::seconds(2));
+}
+
 // Every layer's part of a node, in place before the node joins the job.
 void AttachLayers(net::Node& node) {
   runtime.ports = std::make_unique<net::Ports>(node);
@@ -106,6 +125,7 @@ void AttachLayers(net::Node& node) {
   dsm::Attach(node, DsmOptions(config::CurrentSettings()));
   dsm::Current()->SetFatalHandler([](const std::string& message) { ExitAfterPeerLoss(message); });
   threads::Attach(node, ThreadOptions(config::CurrentSettings()));
+  tasks::Attach(node, TaskOptions(config::CurrentSettings()));
 }
 
 // LMDX_STATS: rank 0 gathers every node's figures while they all still serve.
@@ -173,10 +193,11 @@ void EndJobAtExit(int status, void*) {
   MarkJobEnding();
   ReportStatsIfAsked();
   if (runtime.node->rank() == 0) WarnOfUnusedRegions(config::CurrentSettings());
+  bool tasks_stopped = TasksStopped();
   current_node.store(nullptr);
   current_ports.store(nullptr);
   runtime.node->EndJob(status);
-  if (threads::Current()->running() > 0) {
+  if (threads::Current()->running() > 0 || !tasks_stopped) {
     runtime.own_rendezvous.reset();
     LeaveUnderRunningThreads(status);
   }
@@ -240,10 +261,11 @@ int Init(const char* call, Style style) {
       net::wait_board::NotAProgramThread();
       int status = node.ServeUntilShutdown();
       MarkJobEnding();
+      bool tasks_stopped = TasksStopped();
       node.AnnounceLeaving(status);
       node.WaitUntilPeerGone(0, std::chrono::seconds(5));
       node.Stop();
-      if (threads::Current()->running() > 0) LeaveUnderRunningThreads(status);
+      if (threads::Current()->running() > 0 || !tasks_stopped) LeaveUnderRunningThreads(status);
       std::fflush(nullptr);
       std::exit(status);
     }
@@ -301,6 +323,12 @@ int lmdx_finalize(void) {
     if (runtime.style == Style::kSpmd) node.AwaitFinalize();
     // Every variable of the run is placed by now (rank 0 places them all).
     if (node.rank() == 0) WarnOfUnusedRegions(lmdx::config::CurrentSettings());
+    bool tasks_stopped = TasksStopped();
+    if (!tasks_stopped) {
+      lmdx::LogLine(
+          "lmdx_finalize: a task still runs on this node (a spawn no lmdx_wait covered); it "
+          "ends with the process");
+    }
     std::lock_guard lock(runtime_mutex);
     current_node.store(nullptr);
     current_ports.store(nullptr);
@@ -308,6 +336,11 @@ int lmdx_finalize(void) {
       node.EndJob(0);
     } else {
       node.Finalize();
+    }
+    if (!tasks_stopped) {
+      // The task's runner may still use the node and the DSM: both stay, unreachable.
+      static_cast<void>(runtime.node.release());
+      return LMDX_OK;
     }
     lmdx::dsm::Detach();
     runtime.node.reset();

@@ -344,6 +344,24 @@ void CheckThreads(const Checker& checker, const Config& config) {
             "threads.placement");
 }
 
+// The most runners a node may have: each is an OS thread of its own.
+constexpr std::uint32_t kMaxTaskRunners = 64;
+
+void CheckTasks(const Checker& checker, const Config& config) {
+  const Tree* tree =
+      Checker::Nested(checker.root(), Field(Config::descriptor(), Config::kTasksFieldNumber), -1);
+  CheckEnum(checker, config.tasks().scheduler(), Tasks::Scheduler_descriptor(),
+            Tasks::Scheduler_IsValid, "task scheduler",
+            Checker::Find(tree, Field(Tasks::descriptor(), Tasks::kSchedulerFieldNumber), -1),
+            "tasks.scheduler");
+  if (config.tasks().runners() > kMaxTaskRunners) {
+    checker.Error({Checker::Find(tree, Field(Tasks::descriptor(), Tasks::kRunnersFieldNumber), -1)},
+                  "tasks.runners",
+                  std::to_string(config.tasks().runners()) + " is more than " +
+                      std::to_string(kMaxTaskRunners) + " runners per node");
+  }
+}
+
 void CheckNetwork(const Checker& checker, const Config& config) {
   const pb::FieldDescriptor* network_field =
       Field(Config::descriptor(), Config::kNetworkFieldNumber);
@@ -630,6 +648,7 @@ void Check(const Config& config, std::string_view file_name, const Tree* tree,
   Checker checker(file_name, tree);
   CheckDsm(checker, config);
   CheckThreads(checker, config);
+  CheckTasks(checker, config);
   CheckNetwork(checker, config);
   CheckModules(checker, config, lines);
 }
@@ -1052,6 +1071,24 @@ Settings MakeSettings(const Config& config, const Environment& env, const std::s
   settings.placement = ParseEnumVariable(env, "LMDX_PLACEMENT", Placement_descriptor(), "placement",
                                          settings.placement);
 
+  if (config.tasks().scheduler() != Tasks::SCHEDULER_DEFAULT) {
+    settings.task_scheduler = config.tasks().scheduler();
+  }
+  settings.task_scheduler =
+      ParseEnumVariable(env, "LMDX_TASK_SCHEDULER", Tasks::Scheduler_descriptor(), "task scheduler",
+                        settings.task_scheduler);
+  if (config.tasks().runners() != 0) settings.task_runners = config.tasks().runners();
+  if (std::optional<std::string> runners = Get(env, "LMDX_TASK_RUNNERS")) {
+    char* end = nullptr;
+    unsigned long value = std::strtoul(runners->c_str(), &end, 10);
+    if (runners->empty() || *end != '\0' || (*runners)[0] == '-' || value < 1 ||
+        value > kMaxTaskRunners) {
+      Fail("LMDX_TASK_RUNNERS: " + Quoted(*runners) + " is not a number of runners from 1 to " +
+           std::to_string(kMaxTaskRunners));
+    }
+    settings.task_runners = static_cast<std::uint32_t>(value);
+  }
+
   if (!config.network().transport().empty()) settings.transport = config.network().transport();
   for (const PairOverride& pair : config.network().pair()) {
     settings.transport_pairs[{std::min(pair.a(), pair.b()), std::max(pair.a(), pair.b())}] =
@@ -1101,6 +1138,16 @@ std::string_view HomeName(Home home) {
     case BLOCK: return "block";
     case CYCLIC: return "cyclic";
     case FIRST_TOUCH: return "first_touch";
+    default: return "unknown";
+  }
+}
+
+std::string_view TaskSchedulerName(Tasks::Scheduler scheduler) {
+  switch (scheduler) {
+    case Tasks::SCHEDULER_DEFAULT: return "default";
+    case Tasks::STEAL: return "steal";
+    case Tasks::SHARE: return "share";
+    case Tasks::LEAST_LOADED: return "least_loaded";
     default: return "unknown";
   }
 }

@@ -123,6 +123,10 @@ struct Settings {
   // threads
   Placement placement = ROUND_ROBIN;
 
+  // tasks
+  Tasks::Scheduler task_scheduler = Tasks::STEAL;
+  std::uint32_t task_runners = 1;
+
   // network, from the file only: net/transport_choice reads LMDX_TRANSPORT and
   // LMDX_TRANSPORT_PAIRS itself.
   std::string transport = "any";                               // any|shm|fabric|tcp|udp
@@ -164,10 +168,11 @@ struct Settings {
 using Environment = std::map<std::string, std::string, std::less<>>;
 
 // The variables this layer reads.
-inline constexpr std::array<std::string_view, 12> kEnvironmentVariables = {
-    "LMDX_CONFIG",         "LMDX_DSM_SIZE",   "LMDX_DSM_BASE",      "LMDX_PROTOCOL",
-    "LMDX_DSM_HOME",       "LMDX_STATS",      "LMDX_STATS_JSON",    "LMDX_PLACEMENT",
-    "LMDX_LRC_DIFF_LIMIT", "LMDX_DSM_ACCESS", "LMDX_DSM_ONE_SIDED", "LMDX_DSM_FETCH_AHEAD"};
+inline constexpr std::array<std::string_view, 14> kEnvironmentVariables = {
+    "LMDX_CONFIG",         "LMDX_DSM_SIZE",    "LMDX_DSM_BASE",      "LMDX_PROTOCOL",
+    "LMDX_DSM_HOME",       "LMDX_STATS",       "LMDX_STATS_JSON",    "LMDX_PLACEMENT",
+    "LMDX_LRC_DIFF_LIMIT", "LMDX_DSM_ACCESS",  "LMDX_DSM_ONE_SIDED", "LMDX_DSM_FETCH_AHEAD",
+    "LMDX_TASK_SCHEDULER", "LMDX_TASK_RUNNERS"};
 
 // Those of kEnvironmentVariables the process has.
 Environment ProcessEnvironment();
@@ -192,6 +197,7 @@ const Settings& CurrentSettings();
 std::string_view ProtocolName(Protocol protocol);
 std::string_view HomeName(Home home);
 std::string_view PlacementName(Placement placement);
+std::string_view TaskSchedulerName(Tasks::Scheduler scheduler);
 
 }  // namespace lmdx::config
 

@@ -5,6 +5,7 @@
 
 #include <atomic>
 
+#include "base/crash_note.h"
 #include "base/error.h"
 
 namespace lmdx::dsm {
@@ -20,6 +21,7 @@ std::atomic<std::uintptr_t> sigbus_range_end{0};
 // sent signal pass unnoticed, so the default action is restored and the signal raised again; it
 // is delivered as soon as the handler returns.
 void Decline(int signal) {
+  WriteCrashNote(signal);
   ::signal(SIGSEGV, SIG_DFL);
   ::signal(SIGBUS, SIG_DFL);
   ::raise(signal);

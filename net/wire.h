@@ -46,11 +46,13 @@ enum class MessageType : std::uint16_t {
   kWaitReport = 10,       // the hang watch asks a node what its threads wait for; WaitReport
   kHeartbeat = 11,        // rendezvous connection, both ways, every period (net/heartbeat.h)
   kFirstUnreserved = 12,  // net/ types end here
-  // sync/ 100..199, dsm/ and consistency/ 200..399, threads/ 400..499, ports 500..599.
+  // sync/ 100..199, dsm/ and consistency/ 200..399, threads/ 400..499, ports 500..599,
+  // tasks/ 600..699.
   kFirstSync = 100,
   kFirstDsm = 200,
   kFirstThreads = 400,
   kFirstPorts = 500,
+  kFirstTasks = 600,
   kLimit = 1024,  // every valid type is below this
 };
 

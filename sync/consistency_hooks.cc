@@ -20,6 +20,7 @@ const char* KindName(ObjectKind kind) {
     case ObjectKind::kBarrier: return "barrier";
     case ObjectKind::kSemaphore: return "semaphore";
     case ObjectKind::kThread: return "thread";
+    case ObjectKind::kTask: return "task";
   }
   return "object";
 }

@@ -17,10 +17,11 @@
 namespace lmdx::sync {
 
 // kThread: a thread's start (the starter releases, the new thread acquires) and its end (the
-// thread releases, its joiner acquires), when the two are on different nodes.
-enum class ObjectKind { kLock, kBarrier, kSemaphore, kThread };
+// thread releases, its joiner acquires), when the two are on different nodes. kTask: the same for
+// a task (tasks/runtime.h) that runs on a node other than its spawner's.
+enum class ObjectKind { kLock, kBarrier, kSemaphore, kThread, kTask };
 
-// "lock", "barrier", "semaphore", "thread".
+// "lock", "barrier", "semaphore", "thread", "task".
 const char* KindName(ObjectKind kind);
 
 // The object an event belongs to. lmdx_barrier_all is the barrier named "lmdx_barrier_all".

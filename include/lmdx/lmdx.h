@@ -371,6 +371,36 @@ int lmdx_thread_node(lmdx_thread_t thread);
 #define LMDX_kill_thread(t) lmdx_kill_thread(t)
 #define LMDX_exit_thread(result) lmdx_exit_thread(result)
 
+/* ---- Tasks ------------------------------------------------------------------------------------
+ * Functions spawned with a copy of their arguments; the runtime runs them on any node and balances
+ * the load (docs/tasks.md). A spawn is a release and the task's start an acquire; a task's end is
+ * a release and the lmdx_wait that covers it an acquire, so a task reads what its spawner wrote
+ * before the spawn, and the waiter what its tasks wrote, under every protocol. Works from SPMD
+ * main, from LMDX threads and from tasks (nested spawns). */
+
+/* Arguments larger than this are LMDX_ERR_INVALID_ARGUMENT: pass a pointer to shared memory. */
+#define LMDX_TASK_MAX_ARGS ((size_t)1 << 20)
+
+/* Runs fn on some node with a copy of the size bytes at args; when it ends, its (possibly
+ * changed) copy is written back over args on the spawning node before the spawner's next
+ * lmdx_wait returns. args must stay valid until then. */
+int lmdx_spawn(void (*fn)(void* args), void* args, size_t size);
+/* Waits until every task the calling task (or thread) spawned, and their descendants, has ended.
+ * A task that waits runs other tasks meanwhile; a thread sleeps. A task waits for its own
+ * children at its end in any case, so its spawner's wait covers them. */
+int lmdx_wait(void);
+
+/* A program's own placement of tasks: called at each spawn while this node has work queued
+ * beyond what its runners can take; returns the node (rank) to run the task, or -1 to keep it.
+ * loads[r] is how many tasks node r last said it had waiting (this node's is exact). */
+typedef int (*lmdx_task_placement_fn)(void* state, int rank, int size, const uint64_t* loads);
+/* Switches this node to that placement (NULL: back to work stealing). */
+int lmdx_set_task_scheduler(lmdx_task_placement_fn place, void* state);
+
+/* The dialect's spellings, as for threads. */
+#define LMDX_spawn(fn, args, size) lmdx_spawn((fn), (args), (size))
+#define LMDX_wait() lmdx_wait()
+
 /* Ends the whole job now with the given status and message (printed by this rank). */
 void lmdx_abort(int status, const char* message);
 
