@@ -24,6 +24,13 @@ int lmdx_spawn(void (*fn)(void* args), void* args, size_t size) {
   });
 }
 
+int lmdx_spawn_copy(void (*fn)(void* args), const void* args, size_t size) {
+  return lmdx::api::Guard("lmdx_spawn_copy", [&] {
+    lmdx::api::RequireTasks("lmdx_spawn_copy").Spawn(fn, args, size, /*write_back=*/false);
+    return LMDX_OK;
+  });
+}
+
 int lmdx_wait(void) {
   return lmdx::api::Guard("lmdx_wait", [&] {
     lmdx::api::RequireTasks("lmdx_wait").Wait();

@@ -5,6 +5,9 @@
 namespace lmdx {
 namespace {
 std::atomic<CrashNoteWriter> writer{nullptr};
+// A crash may pass through the fault handler twice (the faulting instruction runs again before
+// the signal raised for it arrives): the note is written once.
+std::atomic<bool> written{false};
 }  // namespace
 
 void SetCrashNoteWriter(CrashNoteWriter note_writer) {
@@ -13,7 +16,7 @@ void SetCrashNoteWriter(CrashNoteWriter note_writer) {
 
 void WriteCrashNote(int signal) {
   CrashNoteWriter note_writer = writer.load(std::memory_order_acquire);
-  if (note_writer != nullptr) note_writer(signal);
+  if (note_writer != nullptr && !written.exchange(true)) note_writer(signal);
 }
 
 }  // namespace lmdx

@@ -45,7 +45,7 @@ Runtime::Runtime(net::Node& node, Options options)
 
 Runtime::~Runtime() { Stop(); }
 
-void Runtime::Spawn(TaskFunction fn, const void* args, std::size_t size) {
+void Runtime::Spawn(TaskFunction fn, const void* args, std::size_t size, bool write_back) {
   if (fn == nullptr) throw Error(LMDX_ERR_INVALID_ARGUMENT, "the task function is NULL");
   if (args == nullptr && size > 0) {
     throw Error(LMDX_ERR_INVALID_ARGUMENT,
@@ -65,7 +65,7 @@ void Runtime::Spawn(TaskFunction fn, const void* args, std::size_t size) {
   task->args = internal::ArgsCopy(args, size);
   task->origin = node_.rank();
   task->group = reinterpret_cast<std::uintptr_t>(&group);
-  task->args_address = reinterpret_cast<std::uintptr_t>(args);
+  task->args_address = write_back ? reinterpret_cast<std::uintptr_t>(args) : 0;
   task->spawner_fn = running_task != nullptr ? running_task->fn : nullptr;
   group.pending.fetch_add(1, std::memory_order_relaxed);
   counters_.spawned.fetch_add(1, std::memory_order_relaxed);
@@ -232,7 +232,7 @@ void Runtime::Ended(Task& task) {
     EndElsewhere(task);
     return;
   }
-  if (task.args.size() > 0) {
+  if (task.args_address != 0 && task.args.size() > 0) {
     std::memcpy(reinterpret_cast<void*>(task.args_address), task.args.data(), task.args.size());
   }
   CountDown(*reinterpret_cast<WaitGroup*>(task.group));
@@ -293,7 +293,7 @@ void Runtime::TakeResults(WaitGroup& group) {
   sync::CurrentConsistencyHooks()->OnAcquire({sync::ObjectKind::kTask, "end"},
                                              std::span<const std::string>(releases));
   for (const internal::EndedElsewhere& result : ended) {
-    if (!result.args.empty()) {
+    if (result.args_address != 0 && !result.args.empty()) {
       std::memcpy(reinterpret_cast<void*>(result.args_address), result.args.data(),
                   result.args.size());
     }

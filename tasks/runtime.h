@@ -76,8 +76,8 @@ class Runtime {
   void RegisterHandlers();
 
   // Copies size bytes at args; fn runs on some node with the copy, which overwrites args when it
-  // ends, before the spawner's Wait returns.
-  void Spawn(TaskFunction fn, const void* args, std::size_t size);
+  // ends (unless write_back is false), before the spawner's Wait returns.
+  void Spawn(TaskFunction fn, const void* args, std::size_t size, bool write_back = true);
   // Waits until every task the caller spawned, and their descendants, has ended. A task that
   // waits runs other tasks meanwhile; a thread sleeps (a user-level thread parks).
   void Wait();

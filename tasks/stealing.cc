@@ -379,7 +379,8 @@ void Runtime::EndElsewhere(Task& task) {
   wire::Done done;
   done.set_group(task.group);
   done.set_args_address(task.args_address);
-  done.set_args(task.args.data(), task.args.size());
+  // No copy goes back when nobody waits for it (lmdx_spawn_copy).
+  if (task.args_address != 0) done.set_args(task.args.data(), task.args.size());
   done.set_sender_load(Waiting());
   node_.Send(task.origin, kTaskDone, done.SerializeAsString(), OwnedPayload(std::move(release)));
 }

@@ -18,6 +18,9 @@ struct PortableFunction {
 PortableFunction Describe(const void* function);
 // The address of the same function in this process; throws when the object is not loaded here.
 void* Locate(const PortableFunction& function);
+// The function's name from its file's symbol table (demangled), or "" when the file has none for
+// it (a stripped binary). Reads the file: meant for messages, not for every call.
+std::string SymbolName(const PortableFunction& function);
 
 }  // namespace lmdx::threads
 

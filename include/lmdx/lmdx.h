@@ -385,6 +385,9 @@ int lmdx_thread_node(lmdx_thread_t thread);
  * changed) copy is written back over args on the spawning node before the spawner's next
  * lmdx_wait returns. args must stay valid until then. */
 int lmdx_spawn(void (*fn)(void* args), void* args, size_t size);
+/* The same, but the task's copy is not written back: args may change or go as soon as the call
+ * returns (results travel through shared memory instead). */
+int lmdx_spawn_copy(void (*fn)(void* args), const void* args, size_t size);
 /* Waits until every task the calling task (or thread) spawned, and their descendants, has ended.
  * A task that waits runs other tasks meanwhile; a thread sleeps. A task waits for its own
  * children at its end in any case, so its spawner's wait covers them. */

@@ -562,6 +562,48 @@ inline void put(void* shared_destination, const void* source, std::size_t bytes)
   detail::check(lmdx_put(shared_destination, source, bytes));
 }
 
+// ---- Tasks (docs/tasks.md) --------------------------------------------------------------------
+//
+//   lmdx::spawn([=] { out[i] = work(i); });        // a closure, copied byte for byte
+//   Fib call{30};
+//   lmdx::spawn(call, [](Fib& c) { ... });          // typed arguments, written back at the wait
+//   lmdx::wait();
+//
+// A task may run on another node, where only its bytes arrive: a closure captures by value, and
+// a pointer it captures must point into shared memory.
+
+namespace detail {
+template <typename F>
+void run_closure(void* bytes) {
+  (*static_cast<F*>(bytes))();
+}
+template <typename A, typename F>
+void run_on_arguments(void* bytes) {
+  F{}(*static_cast<A*>(bytes));
+}
+}  // namespace detail
+
+template <typename F>
+requires std::invocable<F&>
+void spawn(const F& closure) {
+  static_assert(std::is_trivially_copyable_v<F>,
+                "lmdx::spawn copies the closure byte for byte to the node that runs it: capture "
+                "trivially copyable values, by value");
+  detail::check(lmdx_spawn_copy(&detail::run_closure<F>, &closure, sizeof(F)));
+}
+
+// body is a lambda without captures, called with the task's copy of args; that copy is written
+// over args before the spawner's next lmdx::wait returns.
+template <typename A, typename F>
+requires std::is_empty_v<F> && std::default_initializable<F> && std::invocable<F&, A&>
+void spawn(A& args, F /*body*/) {
+  static_assert(std::is_trivially_copyable_v<A>,
+                "a task's arguments travel byte for byte: they must be trivially copyable");
+  detail::check(lmdx_spawn(&detail::run_on_arguments<A, F>, &args, sizeof(A)));
+}
+
+inline void wait() { detail::check(lmdx_wait()); }
+
 }  // namespace lmdx
 
 #endif  // LMDX_LMDX_HPP_

@@ -1,6 +1,5 @@
 #include "tasks/internal/crash_note.h"
 
-#include <dlfcn.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -34,13 +33,10 @@ void WriteNote(int signal) {
 }  // namespace
 
 std::string FunctionName(TaskFunction fn) {
-  Dl_info info{};
-  if (::dladdr(reinterpret_cast<void*>(fn), &info) != 0 && info.dli_sname != nullptr &&
-      info.dli_saddr == reinterpret_cast<void*>(fn)) {
-    return info.dli_sname;
-  }
   try {
     threads::PortableFunction where = threads::Describe(reinterpret_cast<const void*>(fn));
+    std::string name = threads::SymbolName(where);
+    if (!name.empty()) return name;
     char offset[32];
     std::snprintf(offset, sizeof offset, "+0x%llx", static_cast<unsigned long long>(where.offset));
     return "the function at " +

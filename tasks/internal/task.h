@@ -46,7 +46,7 @@ struct Task {
   TaskFunction fn = nullptr;
   ArgsCopy args;
   // Where its end goes: the spawner's node, its group there (a pointer only on that node), and
-  // the spawner's arguments there, which this copy overwrites when the task ends.
+  // the spawner's arguments there, which this copy overwrites when the task ends (0: it does not).
   int origin = -1;
   std::uint64_t group = 0;
   std::uint64_t args_address = 0;

@@ -212,6 +212,30 @@ TEST(ConfigTest, CoherenceUnitsComeFromTheRegionElseTheDsm) {
   EXPECT_EQ(SettingsFromText("dsm { }", "p.conf").ForVariable("x").unit_pages, 1u);
 }
 
+TEST(ConfigTest, TheTaskRuntimeFromTheFileElseTheEnvironment) {
+  Settings defaults = SettingsFromText("", "t.conf");
+  EXPECT_EQ(defaults.task_scheduler, Tasks::STEAL);
+  EXPECT_EQ(defaults.task_runners, 1u);
+  Settings file = SettingsFromText("tasks { scheduler: LEAST_LOADED runners: 3 }", "t.conf");
+  EXPECT_EQ(file.task_scheduler, Tasks::LEAST_LOADED);
+  EXPECT_EQ(file.task_runners, 3u);
+  Settings env = SettingsFromText("tasks { scheduler: SHARE runners: 3 }", "t.conf",
+                                  {{"LMDX_TASK_SCHEDULER", "Steal"}, {"LMDX_TASK_RUNNERS", "2"}});
+  EXPECT_EQ(env.task_scheduler, Tasks::STEAL);
+  EXPECT_EQ(env.task_runners, 2u);
+  EXPECT_EQ(ParseError("tasks {\n  runners: 65\n}"),
+            "job.conf:2:3: tasks.runners: 65 is more than 64 runners per node");
+  EXPECT_EQ(ParseError("tasks { scheduler: RANDOM }"),
+            "job.conf:1:20: unknown value \"RANDOM\" for scheduler (STEAL, SHARE or LEAST_LOADED)");
+  EXPECT_EQ(EnvError({{"LMDX_TASK_SCHEDULER", "fifo"}}),
+            "LMDX_TASK_SCHEDULER: \"fifo\" is not a task scheduler (steal, share or least_loaded)");
+  for (const char* bad : {"0", "-1", "two", "65", "2x"}) {
+    EXPECT_EQ(EnvError({{"LMDX_TASK_RUNNERS", bad}}),
+              std::string("LMDX_TASK_RUNNERS: \"") + bad +
+                  "\" is not a number of runners from 1 to 64");
+  }
+}
+
 TEST(ConfigTest, TheLrcDiffLimitIsASize) {
   EXPECT_EQ(SettingsFromText("dsm { }", "p.conf").lrc_diff_limit, std::uint64_t{64} << 20);
   EXPECT_EQ(SettingsFromText("dsm { lrc_diff_limit: \"1M\" }", "p.conf").lrc_diff_limit,
@@ -398,7 +422,7 @@ TEST(ConfigTest, UnknownFieldsAreErrors) {
             "region, unit, lrc_diff_limit or heap)");
   EXPECT_EQ(ParseError("\n\n   statistics { enabled: true }"),
             "job.conf:3:4: unknown field \"statistics\" at the top level (known: dsm, stats, "
-            "threads, network, module or link)");
+            "threads, network, module, link or tasks)");
   EXPECT_EQ(ParseError("dsm { region { name: \"a\" units: 4 } }"),
             "job.conf:1:26: unknown field \"units\" in dsm.region (known: name, protocol, home or "
             "unit)");
