@@ -134,6 +134,8 @@ void ReportStatsIfAsked() {
   if (dsm == nullptr || !dsm->options().stats || lmdx_rank() != 0) return;
   try {
     dsm->ReportJobStats();
+    if (tasks::Runtime* runtime = tasks::Current())
+      std::fputs(runtime->JobStatsTable().c_str(), stderr);
   } catch (const std::exception& error) {
     LogLine(std::string("statistics could not be gathered: ") + error.what());
   }

@@ -89,6 +89,9 @@ class Runtime {
   // still inside a task.
   bool StopAndJoin(std::chrono::milliseconds timeout);
   bool started() const { return started_.load(std::memory_order_acquire); }
+  // Rank 0, at the job's end, while every node still serves: a table of every node's counters,
+  // or "" when no node spawned a task.
+  std::string JobStatsTable();
   const Counters& counters() const { return counters_; }
   const Options& options() const { return options_; }
 
@@ -114,6 +117,9 @@ class Runtime {
   void TakeResults(WaitGroup& group);
   WaitGroup& CallerGroup();
   std::uint64_t Waiting() const;
+
+  // ---- statistics (stats.cc)
+  void RegisterStatsHandler();
 
   // ---- other nodes (stealing.cc)
   bool StealingEnabled() const;
@@ -183,6 +189,9 @@ class Runtime {
   UserPlacement user_place_ = nullptr;
   void* user_state_ = nullptr;
 };
+
+// "steal", "share", "least_loaded", "the program's own".
+const char* SchedulingName(Scheduling scheduling);
 
 void Attach(net::Node& node, const Options& options);
 // The node's runtime (set by Attach; lives as long as the process).

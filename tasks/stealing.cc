@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "sync/consistency_hooks.h"
 #include "tasks/internal/crash_note.h"
+#include "tasks/internal/message_types.h"
 #include "tasks/runtime.h"
 #include "tasks/tasks.pb.h"
 #include "threads/function_address.h"
@@ -20,19 +21,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr net::MessageType TypeOf(int offset) noexcept {
-  return static_cast<net::MessageType>(static_cast<int>(net::MessageType::kFirstTasks) + offset);
-}
-// One-way, from a node's first spawn to every other node: tasks exist, start the runners.
-constexpr net::MessageType kTaskBegin = TypeOf(0);
-// Request from an idle node; reply wire::Stolen.
-constexpr net::MessageType kTaskSteal = TypeOf(1);
-// One-way, from a victim that refused a thief and has work again.
-constexpr net::MessageType kTaskWork = TypeOf(2);
-// One-way: a task pushed by a sharing scheduler; body wire::Task.
-constexpr net::MessageType kTaskPush = TypeOf(3);
-// One-way, to a task's origin when it has ended; body wire::Done.
-constexpr net::MessageType kTaskDone = TypeOf(4);
+using internal::kTaskBegin;
+using internal::kTaskDone;
+using internal::kTaskPush;
+using internal::kTaskSteal;
+using internal::kTaskWork;
 
 // A thief that found nothing anywhere waits this long before its next round, doubling up to the
 // maximum; a victim that gets work tells it at once, so the wait only bounds a lost notice.
@@ -101,6 +94,7 @@ void Runtime::RegisterHandlers() {
                [this](net::InboundMessage& message, const net::ReplyTo*) { OnTask(message); });
   node_.Handle(kTaskDone,
                [this](net::InboundMessage& message, const net::ReplyTo*) { OnDone(message); });
+  RegisterStatsHandler();
 }
 
 bool Runtime::StealingEnabled() const {

@@ -397,7 +397,8 @@ int lmdx_wait(void);
  * beyond what its runners can take; returns the node (rank) to run the task, or -1 to keep it.
  * loads[r] is how many tasks node r last said it had waiting (this node's is exact). */
 typedef int (*lmdx_task_placement_fn)(void* state, int rank, int size, const uint64_t* loads);
-/* Switches this node to that placement (NULL: back to work stealing). */
+/* Switches the calling node to that placement (NULL: back to work stealing); other nodes keep
+ * their scheduler. */
 int lmdx_set_task_scheduler(lmdx_task_placement_fn place, void* state);
 
 /* The dialect's spellings, as for threads. */

@@ -3,6 +3,7 @@
 // scheduler.
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,35 @@ TEST(TasksTest, FibWithATaskPerCallOnOneToFourNodes) {
 
 // A million nested spawns in one job (fib(29): 1,664,079 tasks), as a deep recursion stresses
 // the inline runs of waiting tasks.
+// --stats adds a table of every node's tasks: fib(22) is 57,313 calls, each one task, each run
+// once somewhere, and those stolen are those given.
+TEST(TasksTest, StatisticsCountEveryTaskOnce) {
+  JobResult job = RunJob(Checks(), 3, {"fib", "22"}, {"--stats"});
+  ExpectVerified(job, "fib", 3);
+  std::size_t at = job.err.find("lmdx task statistics (scheduler steal, 1 runner per node)");
+  ASSERT_NE(at, std::string::npos) << job.err;
+  std::istringstream table(job.err.substr(at));
+  std::string line;
+  std::getline(table, line);  // the title
+  std::getline(table, line);  // the header
+  long long spawned = 0, run = 0, stolen = 0, given = 0;
+  for (int rank = 0; rank < 3; ++rank) {
+    ASSERT_TRUE(std::getline(table, line)) << job.err;
+    std::istringstream row(line);
+    long long r, s, n, st, g;
+    row >> r >> s >> n >> st >> g;
+    EXPECT_EQ(r, rank) << line;
+    spawned += s;
+    run += n;
+    stolen += st;
+    given += g;
+  }
+  EXPECT_EQ(spawned, 57313) << job.err;
+  EXPECT_EQ(run, 57313) << job.err;
+  EXPECT_EQ(stolen, given) << job.err;
+  EXPECT_GT(stolen, 0) << job.err;
+}
+
 TEST(TasksTest, AMillionNestedSpawns) {
   ExpectVerified(RunJob(Checks(), 2, {"fib", "29"}, {}, std::chrono::seconds(180)), "fib", 2);
 }
@@ -81,7 +111,10 @@ TEST(TasksTest, TwoRunnersPerNode) {
   ExpectVerified(RunJob(Checks(), 2, {"fib", "20"}), "fib", 2);
 }
 
+// The placement is rank 0's own; the other node shares rather than steals, so that every task it
+// runs is one the placement sent there.
 TEST(TasksTest, AProgramPlacesTasksWithItsOwnScheduler) {
+  ScopedEnv sharing("LMDX_TASK_SCHEDULER", "share");
   ExpectVerified(RunJob(Checks(), 2, {"user"}), "user", 2);
 }
 

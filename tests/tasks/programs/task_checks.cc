@@ -314,7 +314,8 @@ void UserScenario() {
   Check(lmdx_wait() == 0, "wait failed");
   int on_last = 0;
   for (const Ran& r : ran) on_last += r.rank == lmdx_size() - 1 ? 1 : 0;
-  // Every task the placement sent away ran there, and nothing else did (no stealing under it).
+  // Every task the placement sent away ran there, and nothing else did (the test runs the other
+  // node under the sharing scheduler, which does not steal).
   Check(placed_elsewhere.load() > 0, "the placement was never asked");
   Check(on_last == placed_elsewhere.load(),
         std::to_string(on_last) + " tasks ran on the last node, " +
