@@ -58,21 +58,32 @@ void Runtime::Spawn(TaskFunction fn, const void* args, std::size_t size, bool wr
                     " (pass a pointer to shared memory for larger data)");
   }
   EnsureStarted();
-  if (!announced_.exchange(true, std::memory_order_acq_rel)) Announce();
+  if (!announced_.load(std::memory_order_relaxed) &&
+      !announced_.exchange(true, std::memory_order_acq_rel)) {
+    Announce();
+  }
   WaitGroup& group = CallerGroup();
-  auto task = std::make_unique<Task>();
+  auto task = std::make_unique_for_overwrite<Task>();
   task->fn = fn;
   task->args = internal::ArgsCopy(args, size);
   task->origin = node_.rank();
   task->group = reinterpret_cast<std::uintptr_t>(&group);
   task->args_address = write_back ? reinterpret_cast<std::uintptr_t>(args) : 0;
   task->spawner_fn = running_task != nullptr ? running_task->fn : nullptr;
-  group.pending.fetch_add(1, std::memory_order_relaxed);
+  group.state.fetch_add(1, std::memory_order_relaxed);
   counters_.spawned.fetch_add(1, std::memory_order_relaxed);
   if (options_.scheduling != Scheduling::kSteal && node_.size() > 1) {
     int target = PushTarget();
     if (target != node_.rank()) {
       Push(target, std::move(task));
+      return;
+    }
+  } else if (any_hungry_.load(std::memory_order_relaxed)) {
+    // A node asked this one for work and found none: this task goes to it at once, one message
+    // instead of a notice, a steal request and its reply.
+    int hungry = TakeHungry();
+    if (hungry >= 0) {
+      Push(hungry, std::move(task));
       return;
     }
   }
@@ -156,26 +167,35 @@ std::unique_ptr<internal::Task> Runtime::TakeNewest() {
 
 void Runtime::Enqueue(std::unique_ptr<Task> task) {
   std::vector<int> hungry;
+  bool wake = false;
   {
     std::lock_guard lock(mutex_);
     queue_.push_back(std::move(task));
     queued_.store(queue_.size(), std::memory_order_relaxed);
+    wake = sleeping_runners_ > 0;
     if (any_hungry_.load(std::memory_order_relaxed)) {
       hungry.assign(hungry_.begin(), hungry_.end());
       hungry_.clear();
       any_hungry_.store(false, std::memory_order_relaxed);
     }
   }
-  work_changed_.notify_one();
+  if (wake) work_changed_.notify_all();  // not one: a runner waiting for its group may wake instead
   for (int node : hungry) TellOfWork(node);
 }
 
+int Runtime::TakeHungry() {
+  std::lock_guard lock(mutex_);
+  if (hungry_.empty()) return -1;
+  int node = *hungry_.begin();
+  hungry_.erase(hungry_.begin());
+  any_hungry_.store(!hungry_.empty(), std::memory_order_relaxed);
+  return node;
+}
+
 void Runtime::Serve(WaitGroup* group) {
-  auto finished = [group] {
-    return group != nullptr && group->pending.load(std::memory_order_seq_cst) == 0;
-  };
+  using internal::WaitGroup;
   for (;;) {
-    if (finished()) return;
+    if (group != nullptr && group->state.load(std::memory_order_acquire) == 0) return;
     if (std::unique_ptr<Task> task = TakeNewest()) {
       Run(std::move(task));
       continue;
@@ -183,20 +203,39 @@ void Runtime::Serve(WaitGroup* group) {
     if (StealAndRun()) continue;
     std::unique_lock lock(mutex_);
     if (group == nullptr && stopping_) return;
-    if (group != nullptr) group->runner_sleeping.store(true, std::memory_order_seq_cst);
-    if (!finished() && queue_.empty() && !stopping_) {
+    if (group != nullptr) {
+      group->sleeper = WaitGroup::Sleeper::kRunner;
+      std::int64_t before = group->state.fetch_or(WaitGroup::kSleeping, std::memory_order_acq_rel);
+      if (WaitGroup::CountOf(before) == 0) {
+        group->state.fetch_and(~WaitGroup::kSleeping, std::memory_order_acq_rel);
+        return;
+      }
+    }
+    if (queue_.empty() && !stopping_) {
       Clock::time_point slept = Clock::now();
+      ++sleeping_runners_;
       // A steal may be due later; one in flight on another runner notifies when it is over.
       if (StealingEnabled() && !stealing_) {
         work_changed_.wait_until(lock, next_steal_);
       } else {
         work_changed_.wait(lock);
       }
+      --sleeping_runners_;
       counters_.idle_ns.fetch_add(
           std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - slept).count(),
           std::memory_order_relaxed);
     }
-    if (group != nullptr) group->runner_sleeping.store(false, std::memory_order_relaxed);
+    if (group != nullptr) {
+      std::int64_t before =
+          group->state.fetch_and(~WaitGroup::kSleeping, std::memory_order_acq_rel);
+      // The last end saw the flag: it will set kWoken under this mutex, and must be done with
+      // the group before this waiter may leave.
+      while (WaitGroup::CountOf(before) == 0 && (before & WaitGroup::kWoken) == 0) {
+        work_changed_.wait(lock);
+        before = group->state.load(std::memory_order_acquire);
+      }
+      group->state.fetch_and(~WaitGroup::kWoken, std::memory_order_acq_rel);
+    }
   }
 }
 
@@ -239,18 +278,21 @@ void Runtime::Ended(Task& task) {
 }
 
 void Runtime::CountDown(WaitGroup& group) {
-  std::lock_guard lock(group.mutex);
-  if (group.pending.fetch_sub(1, std::memory_order_seq_cst) != 1) return;
-  if (group.runner_sleeping.load(std::memory_order_seq_cst)) {
-    // Under the runtime's mutex, which the runner holds from its last look at pending until it
-    // sleeps, so the notification cannot fall between the two.
-    std::lock_guard runtime_lock(mutex_);
+  std::int64_t before = group.state.fetch_sub(1, std::memory_order_acq_rel);
+  if (WaitGroup::CountOf(before) != 1 || (before & WaitGroup::kSleeping) == 0) return;
+  // The waiter sleeps, and stays until kWoken says this is done with the group.
+  if (group.sleeper == WaitGroup::Sleeper::kRunner) {
+    std::lock_guard lock(mutex_);
+    group.state.fetch_or(WaitGroup::kWoken, std::memory_order_acq_rel);
     work_changed_.notify_all();
+    return;
   }
-  switch (group.sleeper) {
-    case WaitGroup::Sleeper::kOsThread: group.woken.notify_all(); break;
-    case WaitGroup::Sleeper::kFiber: net::Completion::parking()->Wake(group.fiber); break;
-    default: break;
+  std::lock_guard lock(group.mutex);
+  group.state.fetch_or(WaitGroup::kWoken, std::memory_order_acq_rel);
+  if (group.sleeper == WaitGroup::Sleeper::kFiber) {
+    net::Completion::parking()->Wake(group.fiber);
+  } else {
+    group.woken->notify_all();
   }
 }
 
@@ -260,27 +302,30 @@ void Runtime::WaitAsThread(WaitGroup& group) {
   net::WaitReason reason{"lmdx_wait for the tasks spawned by", "this thread"};
   net::wait_board::Waiting waiting(&reason);
   std::unique_lock lock(group.mutex);
-  while (group.pending.load(std::memory_order_seq_cst) != 0) {
+  group.sleeper = fiber != nullptr ? WaitGroup::Sleeper::kFiber : WaitGroup::Sleeper::kOsThread;
+  group.fiber = fiber;
+  std::int64_t state =
+      group.state.fetch_or(WaitGroup::kSleeping, std::memory_order_acq_rel) | WaitGroup::kSleeping;
+  if (WaitGroup::CountOf(state) == 0) state &= ~WaitGroup::kSleeping;  // nothing to wait for
+  while (!WaitGroup::Released(state)) {
     if (fiber != nullptr) {
-      group.sleeper = WaitGroup::Sleeper::kFiber;
-      group.fiber = fiber;
       lock.unlock();
       parking->Park();  // a wake that came first is remembered
       lock.lock();
     } else {
-      group.sleeper = WaitGroup::Sleeper::kOsThread;
-      group.woken.wait(lock);
+      group.woken->wait(lock);
     }
+    state = group.state.load(std::memory_order_acquire);
   }
+  group.state.fetch_and(~(WaitGroup::kSleeping | WaitGroup::kWoken), std::memory_order_acq_rel);
   group.sleeper = WaitGroup::Sleeper::kNone;
   group.fiber = nullptr;
 }
 
 void Runtime::TakeResults(WaitGroup& group) {
+  if (!group.any_left.load(std::memory_order_acquire)) return;
   std::vector<internal::EndedElsewhere> ended;
   {
-    // Taken even when nothing came from elsewhere: the last CountDown holds it until it is done
-    // with the group, which the caller may destroy next.
     std::lock_guard lock(group.mutex);
     ended.swap(group.ended_elsewhere);
   }
@@ -303,9 +348,12 @@ void Runtime::TakeResults(WaitGroup& group) {
 internal::WaitGroup& Runtime::CallerGroup() {
   if (runner_of == this && task_group != nullptr) return *task_group;
   std::lock_guard lock(mutex_);
-  std::unique_ptr<WaitGroup>& group = caller_groups_[net::CurrentThreadKey()];
-  if (!group) group = std::make_unique<WaitGroup>();
-  return *group;
+  std::unique_ptr<internal::CallerGroup>& caller = caller_groups_[net::CurrentThreadKey()];
+  if (!caller) {
+    caller = std::make_unique<internal::CallerGroup>();
+    caller->group.woken = &caller->woken;
+  }
+  return caller->group;
 }
 
 void Runtime::SetUserPlacement(UserPlacement place, void* state) {

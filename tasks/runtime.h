@@ -109,6 +109,8 @@ class Runtime {
   // empty and sleeping when there is nothing to steal.
   void Serve(WaitGroup* group);
   std::unique_ptr<Task> TakeNewest();
+  // A node that found no work here since this one last had some, or -1.
+  int TakeHungry();
   void Enqueue(std::unique_ptr<Task> task);
   void Run(std::unique_ptr<Task> task);
   void Ended(Task& task);
@@ -160,7 +162,8 @@ class Runtime {
   // node finds a live group and nothing else.
   std::unordered_map<std::uint64_t, std::uint64_t> groups_out_;
   // Groups of callers that are not tasks (main, LMDX threads), by net::CurrentThreadKey().
-  std::unordered_map<std::uint64_t, std::unique_ptr<WaitGroup>> caller_groups_;
+  std::unordered_map<std::uint64_t, std::unique_ptr<internal::CallerGroup>> caller_groups_;
+  int sleeping_runners_ = 0;  // runners waiting on work_changed_ for work (guarded by mutex_)
 
   // Stealing (guarded by mutex_).
   bool stealing_ = false;  // one steal in flight per node

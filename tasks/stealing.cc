@@ -237,7 +237,7 @@ void Runtime::ExporterMain() {
 void Runtime::LeavesNode(Task& task) {
   if (task.origin != node_.rank()) return;  // its origin counts it already
   auto* group = reinterpret_cast<WaitGroup*>(task.group);
-  group->any_left.store(true, std::memory_order_relaxed);
+  group->any_left.store(true, std::memory_order_release);
   std::lock_guard lock(mutex_);
   ++groups_out_[task.group];
 }

@@ -29,6 +29,9 @@ const std::vector<Benchmark>& Benchmarks() {
        "time, faults, messages, bytes"},
       {"threads", "benchmarks/threads/threads_bench",
        "remote thread start+join next to the latency, user-level switch, idle threads per GiB"},
+      {"tasks", "benchmarks/tasks/tasks_bench",
+       "spawn + run of a task, a steal next to the latency, METG(50%) and the task samples on 1 "
+       "and 2 nodes"},
   };
   return table;
 }

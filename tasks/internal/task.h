@@ -35,7 +35,7 @@ class ArgsCopy {
 
  private:
   static constexpr std::size_t kInlineBytes = 64;
-  std::array<std::byte, kInlineBytes> inline_{};
+  std::array<std::byte, kInlineBytes> inline_;  // not zeroed: a spawn writes what it uses
   std::unique_ptr<std::byte[]> heap_;
   std::size_t size_ = 0;
 };
@@ -69,24 +69,47 @@ struct EndedElsewhere {
 // The tasks one task (or one thread) spawned and still waits for. Each counts until it and all
 // it spawned have ended, so a wait on the group covers the descendants too.
 //
-// The count falls under the group's mutex: the waiter may destroy the group (it lives on the
-// stack of the task it belongs to) as soon as it has seen zero under the mutex, so the last
-// decrement and its wake-up must be over by then.
+// One atomic word holds the count and two flags, so that a task's end costs one atomic decrement
+// when its waiter is not asleep (the common case: a runner runs its own children). A waiter that
+// sleeps sets kSleeping first; the end that brings the count to zero while it is set owes the
+// waiter a wake-up, and sets kWoken under the lock the waiter sleeps with once it is done with
+// the group. The waiter leaves only when the count is zero and no wake-up is owed: the group
+// lives on the stack of the task it belongs to, and must outlast every touch of it.
 class WaitGroup {
  public:
-  // Which kind of caller waits on it, so that the last task to end wakes it the right way.
+  WaitGroup() = default;
+  WaitGroup(const WaitGroup&) = delete;
+  WaitGroup& operator=(const WaitGroup&) = delete;
+
+  // Which kind of caller sleeps on it, so that the last task to end wakes it the right way.
   enum class Sleeper { kNone, kOsThread, kFiber, kRunner };
 
-  std::mutex mutex;
-  std::condition_variable woken;  // a plain OS thread's sleep
-  std::atomic<std::int64_t> pending{0};
-  // Set (seq_cst) by a runner before it looks at pending for the last time and sleeps on the
-  // runtime's condition, which the last decrement then notifies (tasks/runtime.cc, Serve).
-  std::atomic<bool> runner_sleeping{false};
-  Sleeper sleeper = Sleeper::kNone;             // guarded by mutex
-  void* fiber = nullptr;                        // guarded by mutex: the parked user-level thread
+  static constexpr std::int64_t kCount = (std::int64_t{1} << 40) - 1;
+  static constexpr std::int64_t kSleeping = std::int64_t{1} << 40;
+  static constexpr std::int64_t kWoken = std::int64_t{1} << 41;
+
+  static std::int64_t CountOf(std::int64_t state) { return state & kCount; }
+  // Nothing pending and no wake-up owed: the waiter may go (and the group may end).
+  static bool Released(std::int64_t state) {
+    return CountOf(state) == 0 && ((state & kSleeping) == 0 || (state & kWoken) != 0);
+  }
+
+  std::atomic<std::int64_t> state{0};
+  // Written by the waiter before it sets kSleeping, read by the end that owes it the wake-up.
+  Sleeper sleeper = Sleeper::kNone;
+  void* fiber = nullptr;  // the parked user-level thread, for kFiber
+  std::mutex mutex;       // kOsThread and kFiber sleep with it; kRunner with the runtime's
+  // A plain OS thread's condition, for kOsThread: only callers that are not tasks sleep on their
+  // group, so a task's own group (one per task run) carries none.
+  std::condition_variable* woken = nullptr;
   std::vector<EndedElsewhere> ended_elsewhere;  // guarded by mutex
-  std::atomic<bool> any_left{false};            // a task of this group ran on another node
+  std::atomic<bool> any_left{false};            // a task of this group went to another node
+};
+
+// The group of a caller that is not a task (main, an LMDX thread), with the condition it sleeps on.
+struct CallerGroup {
+  WaitGroup group;
+  std::condition_variable woken;
 };
 
 }  // namespace internal
