@@ -20,6 +20,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Stack a waiting task keeps free below it before it stops running other tasks inline.
+constexpr std::size_t kStackReserve = std::size_t{16} << 20;
+
 // The runtime whose runner the calling thread is (nullptr on any other thread), and on a runner,
 // the task it runs and the group of that task's children. Tasks run only on runners, and a
 // runner is an OS thread that never switches stacks, so plain thread_locals follow the task.
@@ -115,11 +118,12 @@ bool Runtime::StopAndJoin(std::chrono::milliseconds timeout) {
   Stop();
   std::unique_lock lock(mutex_);
   if (!threads_ended_.wait_for(lock, timeout, [this] { return live_threads_ == 0; })) return false;
-  std::vector<std::thread> ended;
+  std::vector<std::unique_ptr<internal::RunnerThread>> ended;
   ended.swap(runners_);
-  if (exporter_.joinable()) ended.push_back(std::move(exporter_));
+  std::thread exporter = std::move(exporter_);
   lock.unlock();
-  for (std::thread& thread : ended) thread.join();
+  for (auto& runner : ended) runner->Join();
+  if (exporter.joinable()) exporter.join();
   return true;
 }
 
@@ -137,10 +141,10 @@ void Runtime::EnsureStarted() {
   if (started_.load(std::memory_order_relaxed) || stopping_) return;
   live_threads_ = options_.runners + 1;
   for (int i = 0; i < options_.runners; ++i) {
-    runners_.emplace_back([this] {
+    runners_.push_back(std::make_unique<internal::RunnerThread>([this] {
       RunnerMain();
       ThreadEnded();
-    });
+    }));
   }
   exporter_ = std::thread([this] {
     ExporterMain();
@@ -196,11 +200,16 @@ void Runtime::Serve(WaitGroup* group) {
   using internal::WaitGroup;
   for (;;) {
     if (group != nullptr && group->state.load(std::memory_order_acquire) == 0) return;
-    if (std::unique_ptr<Task> task = TakeNewest()) {
-      Run(std::move(task));
-      continue;
+    // Tasks run while waiting nest on this stack; near its end a waiter only waits (its children
+    // run on other runners or nodes) rather than overflow it.
+    bool may_nest = group == nullptr || internal::StackLeft() > kStackReserve;
+    if (may_nest) {
+      if (std::unique_ptr<Task> task = TakeNewest()) {
+        Run(std::move(task));
+        continue;
+      }
+      if (StealAndRun()) continue;
     }
-    if (StealAndRun()) continue;
     std::unique_lock lock(mutex_);
     if (group == nullptr && stopping_) return;
     if (group != nullptr) {
@@ -211,11 +220,11 @@ void Runtime::Serve(WaitGroup* group) {
         return;
       }
     }
-    if (queue_.empty() && !stopping_) {
+    if ((queue_.empty() || !may_nest) && !stopping_) {
       Clock::time_point slept = Clock::now();
       ++sleeping_runners_;
       // A steal may be due later; one in flight on another runner notifies when it is over.
-      if (StealingEnabled() && !stealing_) {
+      if (may_nest && StealingEnabled() && !stealing_) {
         work_changed_.wait_until(lock, next_steal_);
       } else {
         work_changed_.wait(lock);

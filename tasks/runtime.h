@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "net/node.h"
+#include "tasks/internal/runner_thread.h"
 #include "tasks/internal/task.h"
 
 namespace lmdx::tasks {
@@ -152,7 +153,7 @@ class Runtime {
   std::condition_variable work_changed_;  // runners: a task came, a group ended, a steal is due
   std::deque<std::unique_ptr<Task>> queue_;
   std::atomic<std::uint64_t> queued_{0};  // queue_.size(), for load reports without the lock
-  std::vector<std::thread> runners_;
+  std::vector<std::unique_ptr<internal::RunnerThread>> runners_;
   int live_threads_ = 0;  // runners and the exporter still running (guarded by mutex_)
   std::condition_variable threads_ended_;
   std::atomic<bool> started_{false};

@@ -328,8 +328,9 @@ void UserScenario() {
 void CrashingTask(void* argument) {
   SleepMs(5);
   if (lmdx_rank() != 0) {
-    volatile int* nowhere = nullptr;
-    *nowhere = *static_cast<int*>(argument);
+    // Not NULL: UndefinedBehaviorSanitizer would stop a store to NULL before it faults.
+    volatile int* unmapped = reinterpret_cast<volatile int*>(std::uintptr_t{16});
+    *unmapped = *static_cast<int*>(argument);
   }
 }
 
