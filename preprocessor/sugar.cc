@@ -35,9 +35,9 @@ constexpr std::array<Sugar, 14> kSugar = {{
 }};
 
 // Constructs and macros of <lmdx/lmdx.h> that lmdxpp leaves to the C preprocessor.
-constexpr std::array<std::string_view, 7> kOtherConstructs = {
-    "LMDX_shared",  "LMDX_thread", "LMDX_make_dsm", "LMDX_get_dsm",
-    "LMDX_put_dsm", "LMDX_malloc", "LMDX_freemem"};
+constexpr std::array<std::string_view, 10> kOtherConstructs = {
+    "LMDX_shared", "LMDX_thread",  "LMDX_make_dsm", "LMDX_get_dsm", "LMDX_put_dsm",
+    "LMDX_malloc", "LMDX_freemem", "LMDX_task",     "LMDX_spawn",   "LMDX_wait"};
 
 std::size_t EditDistance(std::string_view a, std::string_view b) {
   std::vector<std::size_t> row(b.size() + 1);

@@ -215,6 +215,10 @@ class Translator {
         ThreadDeclaration(i);
         return i + 1;
       }
+      if (word == "LMDX_task") return TaskDeclaration(i);
+      if (tasks_.count(std::string(word)) != 0 && Is(i + 1, "(") && !IsMemberAccess(i)) {
+        return TaskCall(i);
+      }
       if (const Sugar* sugar = FindSugar(word)) return SugarCall(i, *sugar);
       if (word == "main" && scopes_.empty()) MaybeMain(i);
       if (shared_.count(std::string(word)) != 0) {
@@ -243,6 +247,7 @@ class Translator {
   void CollectThreadNamesAndMacros() {
     for (std::size_t i = 0; i + 1 < code_.size(); ++i) {
       if (Is(i, "LMDX_thread") && IsName(i + 1)) threads_.insert(std::string(code_[i + 1].text));
+      if (Is(i, "LMDX_task") && IsName(i + 1)) tasks_.insert(std::string(code_[i + 1].text));
     }
     for (const Token& token : define_) {
       if (token.defined_name) macros_.insert(std::string(token.text));
@@ -409,6 +414,52 @@ class Translator {
     } else if (!Is(close + 1, ";")) {
       Fail(close + 1, "expected '{' or ';' after LMDX_thread " + name + "(...)");
     }
+  }
+
+  // ---- LMDX_task f(T *args), and calls f(&x) that become spawns -----------------------------
+
+  // Returns the index after the task's name, which is not a call.
+  std::size_t TaskDeclaration(std::size_t i) {
+    if (!AtFileScope()) Fail(i, "LMDX_task declares a task function; it belongs at file scope");
+    if (!IsName(i + 1)) Fail(i + 1, "expected the task function's name after LMDX_task");
+    std::string name(code_[i + 1].text);
+    if (!Is(i + 2, "(")) {
+      Fail(i + 2, "expected '(' after LMDX_task " + name + ": write LMDX_task " + name +
+                      "(struct args *a)");
+    }
+    std::size_t close = Matching(i + 2);
+    auto parameters = Arguments(i + 2, close);
+    bool one_pointer = parameters.size() == 1;
+    if (one_pointer) {
+      one_pointer = false;
+      for (std::size_t t = parameters[0].first; t < parameters[0].second; ++t) {
+        if (Is(t, "*")) one_pointer = true;
+      }
+    }
+    if (!one_pointer) {
+      Fail(i + 3,
+           "a task takes one pointer to its arguments, which it gets a copy of: write "
+           "LMDX_task " +
+               name + "(struct args *a)");
+    }
+    edits_.Replace(code_[i].begin, code_[i].end, "void");
+    return i + 2;
+  }
+
+  bool IsMemberAccess(std::size_t i) const { return i > 0 && (Is(i - 1, ".") || Is(i - 1, "->")); }
+
+  // f(&x) -> lmdx_spawn_task(f, &x): a spawn of f on a copy of *(&x), written back at the
+  // caller's next LMDX_wait(). The argument keeps its own tokens (and their edits).
+  std::size_t TaskCall(std::size_t i) {
+    std::size_t open = i + 1;
+    std::size_t close = Matching(open);
+    std::string name(code_[i].text);
+    if (Arguments(open, close).size() != 1) {
+      Fail(i, "a call of the task " + Quote(name) + " takes one pointer to its arguments: " + name +
+                  "(&args)");
+    }
+    edits_.Replace(code_[i].begin, code_[open].end, "lmdx_spawn_task(" + name + ", ");
+    return open + 1;
   }
 
   // [const] void [const] * [const|restrict] [name]
@@ -630,6 +681,7 @@ class Translator {
   std::vector<std::string> scope_names_;  // each scope's namespace name, "" for the others
   std::map<std::string, SharedVariable> shared_;
   std::set<std::string> threads_;
+  std::set<std::string> tasks_;
   std::set<std::string> macros_;  // names the file #defines
   SourceEdits edits_;
   bool main_found_ = false;

@@ -401,9 +401,12 @@ typedef int (*lmdx_task_placement_fn)(void* state, int rank, int size, const uin
  * their scheduler. */
 int lmdx_set_task_scheduler(lmdx_task_placement_fn place, void* state);
 
-/* The dialect's spellings, as for threads. */
+/* The dialect's spellings, as for threads. lmdxpp turns `LMDX_task f(struct a *p)` into
+ * `void f(struct a *p)` and every call `f(&x)` into `lmdx_spawn_task(f, &x)`: a spawn on a copy
+ * of *(&x), written back at the caller's next LMDX_wait(). */
 #define LMDX_spawn(fn, args, size) lmdx_spawn((fn), (args), (size))
 #define LMDX_wait() lmdx_wait()
+#define lmdx_spawn_task(fn, args) lmdx_spawn((void (*)(void*))(fn), (args), sizeof *(args))
 
 /* Ends the whole job now with the given status and message (printed by this rank). */
 void lmdx_abort(int status, const char* message);

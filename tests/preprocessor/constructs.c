@@ -1,6 +1,7 @@
 /* Every construct of lmdxpp's dialect in one program, checked while it runs: shared arrays,
  * structs and scalars (sizeof, addresses), thread functions with and without an argument,
- * joins by id and by name, named barriers, semaphores and locks. Prints "constructs ok". */
+ * joins by id and by name, named barriers, semaphores and locks, and a task whose calls are
+ * spawns. Prints "constructs ok". */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +59,29 @@ LMDX_thread bump(void) {
   }
 }
 
+/* A task: every call of it is a spawn on a copy of the arguments, written back at LMDX_wait().
+ * Each call also writes its own cell of the shared array, read by main after its wait. */
+struct fib_call {
+  int n;
+  long result;
+};
+
+LMDX_shared long fib_cells[32];
+
+LMDX_task fib(struct fib_call* call) {
+  fib_cells[call->n] = call->n + 1000;
+  if (call->n < 2) {
+    call->result = call->n;
+    return;
+  }
+  struct fib_call left = {call->n - 1, 0};
+  struct fib_call right = {call->n - 2, 0};
+  fib(&left);
+  fib(&right);
+  LMDX_wait();
+  call->result = left.result + right.result;
+}
+
 LMDX_thread leave_early(void* arg) {
   LMDX_exit_thread(arg);
   return NULL; /* never reached */
@@ -103,6 +127,14 @@ int main(void) {
 
   LMDX_start_thread(leave_early, (void*)&counter);
   check(LMDX_join_thread(leave_early) == (void*)&counter, "LMDX_exit_thread's result");
+
+  struct fib_call top = {20, -1};
+  fib(&top);
+  LMDX_wait();
+  check(top.result == 6765, "fib(20) by LMDX_task calls");
+  int cells_wrong = 0;
+  for (int n = 0; n <= 20; n++) cells_wrong += fib_cells[n] != n + 1000;
+  check(cells_wrong == 0, "what the tasks wrote to shared memory is seen after LMDX_wait()");
 
   if (failures != 0) return 1;
   printf("constructs ok on %d nodes\n", lmdx_size());

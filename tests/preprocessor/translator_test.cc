@@ -33,8 +33,8 @@ TEST_P(GoldenTest, OutputMatchesTheGoldenFile) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Constructs, GoldenTest,
-                         ::testing::Values("shared.c", "thread.c", "sugar.c", "passthrough.c",
-                                           "namespace.cc"),
+                         ::testing::Values("shared.c", "thread.c", "task.c", "sugar.c",
+                                           "passthrough.c", "namespace.cc"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& c : name) c = std::isalnum(c) ? c : '_';
@@ -141,6 +141,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"LMDX_thread t {}", 1, 15, "expected '(' after LMDX_thread t"},
         BadInput{"LMDX_thread t(void *a) int x;", 1, 24, "expected '{' or ';'"},
         BadInput{"void f(void) {\n  LMDX_thread t(void *a);\n}", 2, 3, "belongs at file scope"},
+        BadInput{"LMDX_task t(int n) {}", 1, 13, "a task takes one pointer to its arguments"},
+        BadInput{"LMDX_task t(struct a *x, int n) {}", 1, 13,
+                 "a task takes one pointer to its arguments"},
+        BadInput{"LMDX_task (struct a *x) {}", 1, 11, "expected the task function's name"},
+        BadInput{"void f(void) {\n  LMDX_task t(struct a *x);\n}", 2, 3, "belongs at file scope"},
+        BadInput{"LMDX_task t(struct a *x);\nvoid f(void) { t(); }", 2, 16,
+                 "a call of the task 't' takes one pointer to its arguments: t(&args)"},
         BadInput{"void f(void) { LMDX_barrier(a, b); }", 1, 16,
                  "'LMDX_barrier' takes 1 argument, not 2"},
         BadInput{"void f(char *n) { LMDX_barrier(n + 1); }", 1, 32,
