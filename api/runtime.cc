@@ -113,7 +113,8 @@ tasks::Options TaskOptions(const config::Settings& settings) {
 // node must then stay, as it does under LMDX threads still running.
 bool TasksStopped() {
   tasks::Runtime* runtime = tasks::Current();
-  return runtime == nullptr || !runtime->started() || runtime->StopAndJoin(std::chrono::seconds(2));
+  // Stopped even when it never started: a late push or begin must not start runners now.
+  return runtime == nullptr || runtime->StopAndJoin(std::chrono::seconds(2));
 }
 
 // Every layer's part of a node, in place before the node joins the job.

@@ -29,6 +29,9 @@ constexpr std::size_t kStackReserve = std::size_t{16} << 20;
 thread_local Runtime* runner_of = nullptr;
 thread_local internal::WaitGroup* task_group = nullptr;
 thread_local const internal::Task* running_task = nullptr;
+// On a runner, an address in the frame of the Run that runs running_task: the task's own frames
+// lie below it.
+thread_local const void* task_frame = nullptr;
 
 // Lives as long as the process, as the execution manager does: runners may still be inside a
 // task when the job ends.
@@ -39,6 +42,7 @@ std::atomic<Runtime*> current_pointer{nullptr};
 Runtime::Runtime(net::Node& node, Options options)
     : node_(node),
       options_(options),
+      scheduling_(options.scheduling),
       random_(static_cast<unsigned>(node.rank()) * 7919u + 17u),
       loads_(static_cast<std::size_t>(node.size()), 0) {
   if (options_.runners < 1) {
@@ -66,31 +70,36 @@ void Runtime::Spawn(TaskFunction fn, const void* args, std::size_t size, bool wr
     Announce();
   }
   WaitGroup& group = CallerGroup();
-  auto task = std::make_unique_for_overwrite<Task>();
-  task->fn = fn;
-  task->args = internal::ArgsCopy(args, size);
-  task->origin = node_.rank();
-  task->group = reinterpret_cast<std::uintptr_t>(&group);
-  task->args_address = write_back ? reinterpret_cast<std::uintptr_t>(args) : 0;
-  task->spawner_fn = running_task != nullptr ? running_task->fn : nullptr;
-  group.state.fetch_add(1, std::memory_order_relaxed);
-  counters_.spawned.fetch_add(1, std::memory_order_relaxed);
-  if (options_.scheduling != Scheduling::kSteal && node_.size() > 1) {
-    int target = PushTarget();
-    if (target != node_.rank()) {
-      Push(target, std::move(task));
-      return;
-    }
+  // Where it goes, first: a placement of the program's that fails leaves nothing counted.
+  int target = node_.rank();
+  if (scheduling() != Scheduling::kSteal && node_.size() > 1) {
+    target = PushTarget();
   } else if (any_hungry_.load(std::memory_order_relaxed)) {
     // A node asked this one for work and found none: this task goes to it at once, one message
     // instead of a notice, a steal request and its reply.
     int hungry = TakeHungry();
-    if (hungry >= 0) {
-      Push(hungry, std::move(task));
-      return;
-    }
+    if (hungry >= 0) target = hungry;
   }
-  Enqueue(std::move(task));
+  auto task = std::make_unique_for_overwrite<Task>();
+  task->fn = fn;
+  task->args.Assign(args, size);
+  task->origin = node_.rank();
+  task->group = reinterpret_cast<std::uintptr_t>(&group);
+  task->args_address = write_back ? reinterpret_cast<std::uintptr_t>(args) : 0;
+  task->write_back = write_back && size > 0;
+  task->out_id = 0;
+  task->spawner_fn = running_task != nullptr ? running_task->fn : nullptr;
+  if (task->write_back && runner_of == this && task_frame != nullptr &&
+      internal::OnStackBelow(args, task_frame)) {
+    group.writes_into_frame = true;
+  }
+  group.state.fetch_add(1, std::memory_order_relaxed);
+  counters_.spawned.fetch_add(1, std::memory_order_relaxed);
+  if (target != node_.rank()) {
+    Push(target, std::move(task));
+  } else {
+    Enqueue(std::move(task));
+  }
 }
 
 void Runtime::Wait() {
@@ -155,10 +164,30 @@ void Runtime::EnsureStarted() {
 
 void Runtime::RunnerMain() {
   runner_of = this;
-  Serve(nullptr);
+  try {
+    Serve(nullptr);
+  } catch (const std::exception& error) {
+    if (node_.ending()) return;
+    internal::EndJob(std::string("a task runner of node ") + std::to_string(node_.rank()) +
+                     " failed: " + error.what());
+  }
 }
 
 std::uint64_t Runtime::Waiting() const { return queued_.load(std::memory_order_relaxed); }
+
+std::unique_ptr<internal::Task> Runtime::TakeChildOf(const WaitGroup* group) {
+  std::lock_guard lock(mutex_);
+  auto group_address = reinterpret_cast<std::uintptr_t>(group);
+  for (auto it = queue_.rbegin(); it != queue_.rend(); ++it) {
+    if ((*it)->origin == node_.rank() && (*it)->out_id == 0 && (*it)->group == group_address) {
+      std::unique_ptr<Task> task = std::move(*it);
+      queue_.erase(std::next(it).base());
+      queued_.store(queue_.size(), std::memory_order_relaxed);
+      return task;
+    }
+  }
+  return nullptr;
+}
 
 std::unique_ptr<internal::Task> Runtime::TakeNewest() {
   std::lock_guard lock(mutex_);
@@ -209,6 +238,10 @@ void Runtime::Serve(WaitGroup* group) {
         continue;
       }
       if (StealAndRun()) continue;
+    } else if (std::unique_ptr<Task> child = TakeChildOf(group)) {
+      // Its own children only: they nest no deeper than the program's own recursion.
+      Run(std::move(child));
+      continue;
     }
     std::unique_lock lock(mutex_);
     if (group == nullptr && stopping_) return;
@@ -220,11 +253,11 @@ void Runtime::Serve(WaitGroup* group) {
         return;
       }
     }
-    if ((queue_.empty() || !may_nest) && !stopping_) {
+    if (queue_.empty() || !may_nest || stopping_) {
       Clock::time_point slept = Clock::now();
       ++sleeping_runners_;
       // A steal may be due later; one in flight on another runner notifies when it is over.
-      if (may_nest && StealingEnabled() && !stealing_) {
+      if (may_nest && !stopping_ && StealingEnabled() && !stealing_) {
         work_changed_.wait_until(lock, next_steal_);
       } else {
         work_changed_.wait(lock);
@@ -248,31 +281,74 @@ void Runtime::Serve(WaitGroup* group) {
   }
 }
 
-void Runtime::Run(std::unique_ptr<Task> task) {
-  if (!task->releases.empty()) {
-    sync::CurrentConsistencyHooks()->OnAcquire({sync::ObjectKind::kTask, "start"},
-                                               std::span<const std::string>(task->releases));
+namespace {
+
+// The task a runner runs and the group of its children, restored however the run ends.
+class RunningScope {
+ public:
+  RunningScope(const internal::Task* task, internal::WaitGroup* children)
+      : outer_task_(running_task), outer_group_(task_group), outer_frame_(task_frame) {
+    running_task = task;
+    task_group = children;
+    task_frame = this;
   }
-  WaitGroup children;
-  WaitGroup* outer_group = task_group;
-  const Task* outer_task = running_task;
-  task_group = &children;
-  running_task = task.get();
+  ~RunningScope() {
+    running_task = outer_task_;
+    task_group = outer_group_;
+    task_frame = outer_frame_;
+  }
+  RunningScope(const RunningScope&) = delete;
+  RunningScope& operator=(const RunningScope&) = delete;
+
+ private:
+  const internal::Task* outer_task_;
+  internal::WaitGroup* outer_group_;
+  const void* outer_frame_;
+};
+
+}  // namespace
+
+void Runtime::Run(std::unique_ptr<Task> task) {
   internal::CrashNote note(task.get(), node_.rank());
   counters_.run.fetch_add(1, std::memory_order_relaxed);
-  try {
-    task->fn(task->args.data());
-  } catch (const std::exception& error) {
-    internal::EndJobForTask(*task, node_.rank(), std::string("threw ") + error.what());
-  } catch (...) {
-    internal::EndJobForTask(*task, node_.rank(), "threw an exception that is not std::exception");
+  {
+    WaitGroup children;
+    RunningScope running(task.get(), &children);
+    try {
+      if (!task->releases.empty()) {
+        sync::CurrentConsistencyHooks()->OnAcquire({sync::ObjectKind::kTask, "start"},
+                                                   std::span<const std::string>(task->releases));
+      }
+      task->fn(task->args.data());
+    } catch (const std::exception& error) {
+      internal::EndJobForTask(*task, node_.rank(), std::string("threw ") + error.what());
+    } catch (...) {
+      internal::EndJobForTask(*task, node_.rank(), "threw an exception that is not std::exception");
+    }
+    if (children.writes_into_frame && WaitGroup::CountOf(children.state.load()) != 0) {
+      internal::EndJobForTask(*task, node_.rank(),
+                              "returned while tasks it spawned with lmdx_spawn were still to "
+                              "write their copies back into its stack frame (call lmdx_wait "
+                              "before returning, or spawn with lmdx_spawn_copy)");
+    }
+    // A task ends when all it spawned has ended: its spawner's wait covers its descendants.
+    try {
+      Serve(&children);
+      TakeResults(children);
+    } catch (const std::exception& error) {
+      internal::EndJobForTask(*task, node_.rank(),
+                              std::string("could not wait for its children: ") + error.what());
+    }
   }
-  // A task ends when all it spawned has ended: its spawner's wait covers its descendants.
-  Serve(&children);
-  TakeResults(children);
-  task_group = outer_group;
-  running_task = outer_task;
-  Ended(*task);
+  try {
+    Ended(*task);
+  } catch (const std::exception& error) {
+    // At the job's end a task still running on a node that has left has nowhere to report.
+    if (node_.ending()) return;
+    internal::EndJobForTask(*task, node_.rank(),
+                            std::string("ended, but its end could not reach node ") +
+                                std::to_string(task->origin) + ": " + error.what());
+  }
 }
 
 void Runtime::Ended(Task& task) {
@@ -280,10 +356,18 @@ void Runtime::Ended(Task& task) {
     EndElsewhere(task);
     return;
   }
-  if (task.args_address != 0 && task.args.size() > 0) {
-    std::memcpy(reinterpret_cast<void*>(task.args_address), task.args.data(), task.args.size());
+  std::uint64_t group = task.group;
+  std::uint64_t args_address = task.args_address;
+  if (task.out_id != 0) {
+    // It left and came back (pushed to a node that was busy, and stolen back from there).
+    internal::OutTask record = CameBack(task.out_id);
+    group = record.group;
+    args_address = record.args_address;
   }
-  CountDown(*reinterpret_cast<WaitGroup*>(task.group));
+  if (args_address != 0 && task.args.size() > 0) {
+    std::memcpy(reinterpret_cast<void*>(args_address), task.args.data(), task.args.size());
+  }
+  CountDown(*reinterpret_cast<WaitGroup*>(group));
 }
 
 void Runtime::CountDown(WaitGroup& group) {
@@ -300,7 +384,7 @@ void Runtime::CountDown(WaitGroup& group) {
   group.state.fetch_or(WaitGroup::kWoken, std::memory_order_acq_rel);
   if (group.sleeper == WaitGroup::Sleeper::kFiber) {
     net::Completion::parking()->Wake(group.fiber);
-  } else {
+  } else if (group.woken != nullptr) {
     group.woken->notify_all();
   }
 }
@@ -321,6 +405,13 @@ void Runtime::WaitAsThread(WaitGroup& group) {
       lock.unlock();
       parking->Park();  // a wake that came first is remembered
       lock.lock();
+      if (parking->Interrupted()) {
+        // A killed LMDX thread stops waiting. Its group is the thread's own, on the heap, so an
+        // end still owed a wake-up finds it (and a sleeper of none) later.
+        group.sleeper = WaitGroup::Sleeper::kNone;
+        group.state.fetch_and(~WaitGroup::kSleeping, std::memory_order_acq_rel);
+        throw Error(LMDX_ERR_MISUSE, "lmdx_wait was interrupted: the waiting thread was killed");
+      }
     } else {
       group.woken->wait(lock);
     }
@@ -369,7 +460,8 @@ void Runtime::SetUserPlacement(UserPlacement place, void* state) {
   std::lock_guard lock(mutex_);
   user_place_ = place;
   user_state_ = state;
-  options_.scheduling = place != nullptr ? Scheduling::kUser : Scheduling::kSteal;
+  scheduling_.store(place != nullptr ? Scheduling::kUser : options_.scheduling,
+                    std::memory_order_relaxed);
 }
 
 void Attach(net::Node& node, const Options& options) {

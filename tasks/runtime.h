@@ -84,6 +84,7 @@ class Runtime {
   void Wait();
   // The program's placement, for Scheduling::kUser (and switches this node to it).
   void SetUserPlacement(UserPlacement place, void* state);
+  Scheduling scheduling() const { return scheduling_.load(std::memory_order_relaxed); }
 
   // Stops the runners at the job's end: they leave after the task they run. True when every
   // thread of the runtime has ended within timeout (the node may then go); false when one is
@@ -140,13 +141,22 @@ class Runtime {
   void EndElsewhere(Task& task);
   void OnDone(net::InboundMessage& message);
   void OnTask(net::InboundMessage& message);
-  // A task of this node's goes to another: its group now waits on a message.
-  void LeavesNode(Task& task);
+  // A task of this node's goes to another: its group now waits on a message. True when this call
+  // recorded it (ForgetOut undoes that if it does not leave after all).
+  bool LeavesNode(Task& task);
+  void ForgetOut(std::uint64_t id);
+  // Takes the record of a task of this node's that ended here after it had left (pushed away and
+  // stolen back): where its copy goes.
+  internal::OutTask CameBack(std::uint64_t id);
+  // A child of group waiting in the queue, for a waiter that may not run other tasks.
+  std::unique_ptr<Task> TakeChildOf(const WaitGroup* group);
   void ToWire(const Task& task, wire::Task& out) const;
   std::unique_ptr<Task> FromWire(const wire::Task& in, const std::string& releases) const;
 
   net::Node& node_;
   Options options_;
+  // options_.scheduling, or kUser while the program's placement is set.
+  std::atomic<Scheduling> scheduling_;
   Counters counters_;
 
   mutable std::mutex mutex_;
@@ -159,9 +169,10 @@ class Runtime {
   std::atomic<bool> started_{false};
   std::atomic<bool> announced_{false};
   bool stopping_ = false;
-  // Groups of this node with tasks on other nodes: how many each, so that an ending from another
-  // node finds a live group and nothing else.
-  std::unordered_map<std::uint64_t, std::uint64_t> groups_out_;
+  // Tasks of this node's groups that run on other nodes, by the number each got when it left: an
+  // ending from another node reaches a live group, and writes back the size that left, or nothing.
+  std::unordered_map<std::uint64_t, internal::OutTask> out_;
+  std::uint64_t next_out_id_ = 1;
   // Groups of callers that are not tasks (main, LMDX threads), by net::CurrentThreadKey().
   std::unordered_map<std::uint64_t, std::unique_ptr<internal::CallerGroup>> caller_groups_;
   int sleeping_runners_ = 0;  // runners waiting on work_changed_ for work (guarded by mutex_)

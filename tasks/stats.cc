@@ -59,7 +59,7 @@ std::string Runtime::JobStatsTable() {
   for (const wire::Counters& counters : nodes) spawned += counters.spawned();
   if (spawned == 0) return {};
   std::string table = "lmdx task statistics (scheduler " +
-                      std::string(SchedulingName(options_.scheduling)) + ", " +
+                      std::string(SchedulingName(scheduling())) + ", " +
                       std::to_string(options_.runners) + " runner" +
                       (options_.runners == 1 ? "" : "s") + " per node)\n";
   char line[256];

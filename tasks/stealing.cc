@@ -3,6 +3,7 @@
 // from its spawner's node reports back with its copy of the arguments).
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -98,7 +99,7 @@ void Runtime::RegisterHandlers() {
 }
 
 bool Runtime::StealingEnabled() const {
-  return options_.scheduling == Scheduling::kSteal && node_.size() > 1;
+  return scheduling() == Scheduling::kSteal && node_.size() > 1;
 }
 
 void Runtime::Announce() {
@@ -149,12 +150,27 @@ bool Runtime::StealAndRun() {
   std::unique_ptr<Task> task;
   wire::Stolen stolen;
   bool answered = false;
+  std::optional<net::InboundMessage> reply;
   try {
-    net::InboundMessage reply = node_.Request(victim, kTaskSteal, {});
-    answered = stolen.ParseFromString(reply.body);
-    if (answered && stolen.has_task()) task = FromWire(stolen.task(), PayloadText(reply));
+    reply = node_.Request(victim, kTaskSteal, {});
   } catch (const Error& error) {
     DebugLine("tasks: a steal from node " + std::to_string(victim) + " failed: " + error.what());
+  }
+  if (reply) {
+    // The victim counts the task as given from here on: one that cannot run here is lost to its
+    // spawner's wait, which would never end.
+    if (!stolen.ParseFromString(reply->body)) {
+      internal::EndJob("a malformed answer to a steal from node " + std::to_string(victim));
+    }
+    answered = true;
+    if (stolen.has_task()) {
+      try {
+        task = FromWire(stolen.task(), PayloadText(*reply));
+      } catch (const Error& error) {
+        internal::EndJob("a task stolen from node " + std::to_string(victim) +
+                         " cannot run here: " + error.what());
+      }
+    }
   }
   {
     std::lock_guard lock(mutex_);
@@ -215,31 +231,63 @@ void Runtime::ExporterMain() {
       exports_.pop_front();
     }
     Task& task = *item.task;
+    bool released = false;
+    bool recorded = false;
     try {
       // A steal is the spawn's release, made late: it covers all this node wrote before it.
       task.releases.push_back(
           sync::CurrentConsistencyHooks()->OnRelease({sync::ObjectKind::kTask, "spawn"}));
+      released = true;
+      recorded = LeavesNode(task);
       wire::Stolen reply;
       ToWire(task, *reply.mutable_task());
       reply.set_victim_load(Waiting());
-      LeavesNode(task);
       counters_.given.fetch_add(1, std::memory_order_relaxed);
       node_.Reply(item.to, reply.SerializeAsString(), OwnedPayload(EncodeReleases(task.releases)));
-    } catch (const Error& error) {
-      // Not given: it runs here after all.
-      node_.ReplyError(item.to, error.code(), error.what());
-      if (!task.releases.empty()) task.releases.pop_back();
+    } catch (const std::exception& error) {
+      // Not given: it runs here after all, as it was before it was offered.
+      if (released) task.releases.pop_back();
+      if (recorded) {
+        ForgetOut(task.out_id);
+        task.out_id = 0;
+      }
+      try {
+        node_.ReplyError(item.to, LMDX_ERR_INTERNAL, error.what());
+      } catch (const std::exception& unanswered) {
+        DebugLine(std::string("tasks: a steal went unanswered: ") + unanswered.what());
+      }
       Enqueue(std::move(item.task));
     }
   }
 }
 
-void Runtime::LeavesNode(Task& task) {
-  if (task.origin != node_.rank()) return;  // its origin counts it already
+bool Runtime::LeavesNode(Task& task) {
+  // A task that came from another node, or left this one before, has its number already.
+  if (task.origin != node_.rank() || task.out_id != 0) return false;
   auto* group = reinterpret_cast<WaitGroup*>(task.group);
   group->any_left.store(true, std::memory_order_release);
   std::lock_guard lock(mutex_);
-  ++groups_out_[task.group];
+  task.out_id = next_out_id_++;
+  out_[task.out_id] =
+      internal::OutTask{task.group, task.args_address, task.write_back ? task.args.size() : 0};
+  return true;
+}
+
+void Runtime::ForgetOut(std::uint64_t id) {
+  std::lock_guard lock(mutex_);
+  out_.erase(id);
+}
+
+internal::OutTask Runtime::CameBack(std::uint64_t id) {
+  std::lock_guard lock(mutex_);
+  auto out = out_.find(id);
+  if (out == out_.end()) {
+    internal::EndJob("a task of node " + std::to_string(node_.rank()) +
+                     " came back with a number no task of it has");
+  }
+  internal::OutTask record = out->second;
+  out_.erase(out);
+  return record;
 }
 
 void Runtime::ToWire(const Task& task, wire::Task& out) const {
@@ -248,8 +296,8 @@ void Runtime::ToWire(const Task& task, wire::Task& out) const {
   out.set_offset(where.offset);
   out.set_args(task.args.data(), task.args.size());
   out.set_origin(task.origin);
-  out.set_group(task.group);
-  out.set_args_address(task.args_address);
+  out.set_id(task.out_id);
+  out.set_write_back(task.write_back);
   out.set_spawner(internal::SpawnerOf(task, node_.rank()));
 }
 
@@ -264,10 +312,14 @@ std::unique_ptr<internal::Task> Runtime::FromWire(const wire::Task& in,
   // The same executable runs everywhere, so a function that is not found here is a job that
   // mixes executables: nothing could run the task.
   task->fn = reinterpret_cast<TaskFunction>(threads::Locate({in.object(), in.offset()}));
-  task->args = internal::ArgsCopy(in.args().data(), in.args().size());
+  task->args.Assign(in.args().data(), in.args().size());
   task->origin = in.origin();
-  task->group = in.group();
-  task->args_address = in.args_address();
+  task->group = 0;  // kept at the origin, under the task's number
+  task->args_address = 0;
+  task->write_back = in.write_back();
+  task->out_id = in.id();
+  task->spawner_fn = nullptr;
+  if (task->out_id == 0) throw Error(LMDX_ERR_INTERNAL, "a task that left its node has no number");
   task->releases = DecodeReleases(releases);
   task->spawner = in.spawner();
   return task;
@@ -278,7 +330,7 @@ int Runtime::PushTarget() {
   const std::uint64_t here = queue_.size();
   // Each scheduler keeps what this node's runners can take next, and places the rest.
   if (here < static_cast<std::uint64_t>(options_.runners)) return node_.rank();
-  switch (options_.scheduling) {
+  switch (scheduling()) {
     case Scheduling::kShare: {
       next_push_ = (next_push_ + 1) % node_.size();
       if (next_push_ == node_.rank()) next_push_ = (next_push_ + 1) % node_.size();
@@ -320,23 +372,23 @@ int Runtime::PushTarget() {
 }
 
 void Runtime::Push(int node, std::unique_ptr<Task> task) {
+  bool recorded = false;
   try {
     task->releases.push_back(
         sync::CurrentConsistencyHooks()->OnRelease({sync::ObjectKind::kTask, "spawn"}));
+    recorded = LeavesNode(*task);
     wire::Task message;
     ToWire(*task, message);
     message.set_sender_load(Waiting());
-    LeavesNode(*task);
     node_.Send(node, kTaskPush, message.SerializeAsString(),
                OwnedPayload(EncodeReleases(task->releases)));
     counters_.pushed.fetch_add(1, std::memory_order_relaxed);
   } catch (const Error& error) {
     DebugLine("tasks: a task could not go to node " + std::to_string(node) +
               ", it runs here: " + error.what());
-    {
-      std::lock_guard lock(mutex_);
-      auto out = groups_out_.find(task->group);
-      if (out != groups_out_.end() && --out->second == 0) groups_out_.erase(out);
+    if (recorded) {
+      ForgetOut(task->out_id);
+      task->out_id = 0;
     }
     task->releases.clear();
     Enqueue(std::move(task));
@@ -345,17 +397,17 @@ void Runtime::Push(int node, std::unique_ptr<Task> task) {
 
 void Runtime::OnTask(net::InboundMessage& message) {
   wire::Task in;
+  int source = message.header.source;
+  // Its spawner waits for it: a task that cannot run here would leave that wait hanging.
   if (!in.ParseFromString(message.body)) {
-    LogLine("tasks: a malformed task from node " + std::to_string(message.header.source));
-    return;
+    internal::EndJob("a malformed task from node " + std::to_string(source));
   }
   std::unique_ptr<Task> task;
   try {
     task = FromWire(in, PayloadText(message));
   } catch (const Error& error) {
-    LogLine("tasks: a task from node " + std::to_string(message.header.source) +
-            " cannot run here: " + error.what());
-    return;
+    internal::EndJob("a task from node " + std::to_string(source) +
+                     " cannot run here: " + error.what());
   }
   {
     std::lock_guard lock(mutex_);
@@ -371,10 +423,9 @@ void Runtime::EndElsewhere(Task& task) {
   std::string release =
       sync::CurrentConsistencyHooks()->OnRelease({sync::ObjectKind::kTask, "end"});
   wire::Done done;
-  done.set_group(task.group);
-  done.set_args_address(task.args_address);
+  done.set_id(task.out_id);
   // No copy goes back when nobody waits for it (lmdx_spawn_copy).
-  if (task.args_address != 0) done.set_args(task.args.data(), task.args.size());
+  if (task.write_back) done.set_args(task.args.data(), task.args.size());
   done.set_sender_load(Waiting());
   node_.Send(task.origin, kTaskDone, done.SerializeAsString(), OwnedPayload(std::move(release)));
 }
@@ -386,23 +437,30 @@ void Runtime::OnDone(net::InboundMessage& message) {
     LogLine("tasks: a malformed task ending from node " + std::to_string(source));
     return;
   }
-  WaitGroup* group = nullptr;
+  internal::OutTask record;
   {
     std::lock_guard lock(mutex_);
     loads_[source] = done.sender_load();
-    auto out = groups_out_.find(done.group());
-    if (out == groups_out_.end()) {
+    auto out = out_.find(done.id());
+    if (out == out_.end()) {
       LogLine("tasks: node " + std::to_string(source) +
               " reported the end of a task that no wait here expects");
       return;
     }
-    group = reinterpret_cast<WaitGroup*>(out->first);
-    if (--out->second == 0) groups_out_.erase(out);
+    record = out->second;
+    if (done.args().size() != record.args_size) {
+      LogLine("tasks: node " + std::to_string(source) + " sent back " +
+              std::to_string(done.args().size()) + " bytes of a task's arguments where " +
+              std::to_string(record.args_size) + " left; they are not written back");
+      record.args_address = 0;
+    }
+    out_.erase(out);
   }
+  auto* group = reinterpret_cast<WaitGroup*>(record.group);
   {
     std::lock_guard lock(group->mutex);
     group->ended_elsewhere.push_back(
-        internal::EndedElsewhere{done.args_address(), done.args(), PayloadText(message)});
+        internal::EndedElsewhere{record.args_address, done.args(), PayloadText(message)});
   }
   CountDown(*group);
 }

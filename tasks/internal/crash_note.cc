@@ -77,4 +77,10 @@ void EndJobForTask(const Task& task, int node, const std::string& what) {
   std::abort();
 }
 
+void EndJob(const std::string& why) {
+  LogLine("tasks: " + why + "; the job ends");
+  std::fflush(nullptr);
+  std::abort();
+}
+
 }  // namespace lmdx::tasks::internal

@@ -30,6 +30,9 @@ class CrashNote {
 // A task let an exception out: ends the job with a line that names the task, its node and its
 // spawner, as a crash does.
 [[noreturn]] void EndJobForTask(const Task& task, int node, const std::string& what);
+// The runtime met what cannot go on (a task from another node that cannot run here, an ending
+// that names no task of this node): ends the job with why.
+[[noreturn]] void EndJob(const std::string& why);
 
 }  // namespace lmdx::tasks::internal
 

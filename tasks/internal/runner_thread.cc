@@ -61,4 +61,10 @@ std::size_t StackLeft() {
   return low != 0 && at > low ? at - low : SIZE_MAX;
 }
 
+bool OnStackBelow(const void* address, const void* top) {
+  auto at = reinterpret_cast<std::uintptr_t>(address);
+  std::uintptr_t low = StackLow();
+  return low != 0 && at >= low && at < reinterpret_cast<std::uintptr_t>(top);
+}
+
 }  // namespace lmdx::tasks::internal

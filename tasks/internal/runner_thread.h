@@ -31,6 +31,9 @@ class RunnerThread {
 
 // Bytes left on the calling thread's stack below the caller's frame.
 std::size_t StackLeft();
+// True when address lies on the calling thread's stack below top (in frames deeper than the one
+// that holds top).
+bool OnStackBelow(const void* address, const void* top);
 
 }  // namespace lmdx::tasks::internal
 

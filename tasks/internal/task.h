@@ -25,7 +25,12 @@ namespace internal {
 class ArgsCopy {
  public:
   ArgsCopy() = default;
-  ArgsCopy(const void* bytes, std::size_t size) : size_(size) {
+  ArgsCopy(const ArgsCopy&) = delete;
+  ArgsCopy& operator=(const ArgsCopy&) = delete;
+  // Copies size bytes at bytes, in place (no temporary whose unused inline bytes would move).
+  void Assign(const void* bytes, std::size_t size) {
+    size_ = size;
+    heap_.reset();
     if (size > inline_.size()) heap_ = std::make_unique<std::byte[]>(size);
     if (size > 0) std::memcpy(data(), bytes, size);
   }
@@ -50,6 +55,10 @@ struct Task {
   int origin = -1;
   std::uint64_t group = 0;
   std::uint64_t args_address = 0;
+  bool write_back = false;
+  // Nonzero once the task left its origin: the number under which the origin keeps its group and
+  // arguments' address (a remote node never sees either).
+  std::uint64_t out_id = 0;
   // What the nodes it came through released for it; acquired before it runs (a spawn is a
   // release, a task's start an acquire). Empty for a task that never left its spawner's node.
   std::vector<std::string> releases;
@@ -64,6 +73,13 @@ struct EndedElsewhere {
   std::uint64_t args_address = 0;
   std::string args;
   std::string release;
+};
+
+// A task of this node's that runs on another: where its end goes when it comes back.
+struct OutTask {
+  std::uint64_t group = 0;  // its WaitGroup's address
+  std::uint64_t args_address = 0;
+  std::size_t args_size = 0;
 };
 
 // The tasks one task (or one thread) spawned and still waits for. Each counts until it and all
@@ -104,6 +120,9 @@ class WaitGroup {
   std::condition_variable* woken = nullptr;
   std::vector<EndedElsewhere> ended_elsewhere;  // guarded by mutex
   std::atomic<bool> any_left{false};            // a task of this group went to another node
+  // A task of this group writes its copy back into the stack frame of the task that owns the
+  // group (set by spawns from a running task): that task must wait before it returns.
+  bool writes_into_frame = false;
 };
 
 // The group of a caller that is not a task (main, an LMDX thread), with the condition it sleeps on.

@@ -132,6 +132,18 @@ TEST(TasksTest, ACrashingTaskEndsTheJobNamingTheTaskAndItsSpawner) {
   EXPECT_EQ(job.out.find("verified"), std::string::npos) << job.out;
 }
 
+// One node, one runner: the child is still queued when its spawner returns.
+TEST(TasksTest, ATaskThatReturnsBeforeItsCopiesComeBackEndsTheJobSayingWhy) {
+  JobResult job = RunJob(Checks(), 1, {"frame"}, {}, std::chrono::seconds(60));
+  EXPECT_NE(job.exit_code, 0) << job.out << job.err;
+  EXPECT_NE(job.err.find("the task (anonymous namespace)::ReturnsTooEarly(void*) on node 0, "
+                         "spawned by a thread of node 0, returned while tasks it spawned with "
+                         "lmdx_spawn were still to write their copies back"),
+            std::string::npos)
+      << job.err;
+  EXPECT_EQ(job.err.find("FAILED"), std::string::npos) << job.err;
+}
+
 TEST(TasksTest, ANodeThatDiesWithTasksEndsTheJobInsteadOfAHang) {
   JobResult job = RunJob(Checks(), 2, {"die"}, {}, std::chrono::seconds(60));
   EXPECT_NE(job.exit_code, 0) << job.out << job.err;

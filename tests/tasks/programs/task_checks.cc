@@ -346,6 +346,19 @@ void FailingScenario(void (*task)(void*)) {
   Die("every task ran on rank 0; none could fail");
 }
 
+// ---- frame: a task that returns before the copies it waits for come back --------------------
+
+void ReturnsTooEarly(void*) {
+  FibCall child{10, 0, 0};
+  lmdx_spawn(FibTask, &child, sizeof child);  // its copy would land in this dead frame
+}
+
+void FrameScenario() {
+  lmdx_spawn_copy(ReturnsTooEarly, nullptr, 0);
+  lmdx_wait();
+  Die("a task returned with a copy still to come back into its frame, and nothing said so");
+}
+
 // ---- cpp: the C++ API ------------------------------------------------------------------------
 
 struct Sum {
@@ -433,6 +446,8 @@ int main(int argc, char** argv) {
     FailingScenario(CrashingTask);
   } else if (scenario == "die") {
     FailingScenario(DyingTask);
+  } else if (scenario == "frame") {
+    FrameScenario();
   } else if (scenario == "cpp") {
     CppScenario();
   } else {
