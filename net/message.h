@@ -23,6 +23,13 @@ struct Payload {
   std::shared_ptr<const void> owner;
 };
 
+// A payload that owns its bytes: a layer's own blob (a consistency release) sent as a frame's raw
+// payload, past what a body may hold.
+inline Payload OwnedPayload(std::string bytes) {
+  auto owned = std::make_shared<const std::string>(std::move(bytes));
+  return Payload{owned->data(), owned->size(), owned};
+}
+
 // A frame on its way out. The transport fills in the header's lengths.
 struct OutgoingMessage {
   FrameHeader header;
@@ -49,6 +56,12 @@ struct InboundMessage {
   // frames come so; their mailbox copies the payload into the receive buffer it matches.
   bool payload_borrowed = false;
 };
+
+// A frame's raw payload as bytes of its own ("" when it has none).
+inline std::string PayloadText(const InboundMessage& message) {
+  if (message.header.payload_length == 0) return {};
+  return std::string(reinterpret_cast<const char*>(message.payload), message.header.payload_length);
+}
 
 // The body of a raw (kRaw) frame: 12 bytes, little-endian, the tag (int32) and the frame's number
 // among the raw frames from its source to its destination (uint64, from 0). The number lets the

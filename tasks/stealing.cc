@@ -33,16 +33,6 @@ using internal::kTaskWork;
 constexpr std::chrono::microseconds kFirstBackoff{200};
 constexpr std::chrono::microseconds kMaxBackoff{50'000};
 
-net::Payload OwnedPayload(std::string bytes) {
-  auto owned = std::make_shared<const std::string>(std::move(bytes));
-  return net::Payload{owned->data(), owned->size(), owned};
-}
-
-std::string PayloadText(const net::InboundMessage& message) {
-  if (message.header.payload_length == 0) return {};
-  return std::string(reinterpret_cast<const char*>(message.payload), message.header.payload_length);
-}
-
 // A task's releases as one frame payload: each one's length (8 bytes, little-endian), then it.
 std::string EncodeReleases(const std::vector<std::string>& releases) {
   std::string out;
@@ -165,7 +155,7 @@ bool Runtime::StealAndRun() {
     answered = true;
     if (stolen.has_task()) {
       try {
-        task = FromWire(stolen.task(), PayloadText(*reply));
+        task = FromWire(stolen.task(), net::PayloadText(*reply));
       } catch (const Error& error) {
         internal::EndJob("a task stolen from node " + std::to_string(victim) +
                          " cannot run here: " + error.what());
@@ -243,7 +233,8 @@ void Runtime::ExporterMain() {
       ToWire(task, *reply.mutable_task());
       reply.set_victim_load(Waiting());
       counters_.given.fetch_add(1, std::memory_order_relaxed);
-      node_.Reply(item.to, reply.SerializeAsString(), OwnedPayload(EncodeReleases(task.releases)));
+      node_.Reply(item.to, reply.SerializeAsString(),
+                  net::OwnedPayload(EncodeReleases(task.releases)));
     } catch (const std::exception& error) {
       // Not given: it runs here after all, as it was before it was offered.
       if (released) task.releases.pop_back();
@@ -381,7 +372,7 @@ void Runtime::Push(int node, std::unique_ptr<Task> task) {
     ToWire(*task, message);
     message.set_sender_load(Waiting());
     node_.Send(node, kTaskPush, message.SerializeAsString(),
-               OwnedPayload(EncodeReleases(task->releases)));
+               net::OwnedPayload(EncodeReleases(task->releases)));
     counters_.pushed.fetch_add(1, std::memory_order_relaxed);
   } catch (const Error& error) {
     DebugLine("tasks: a task could not go to node " + std::to_string(node) +
@@ -404,7 +395,7 @@ void Runtime::OnTask(net::InboundMessage& message) {
   }
   std::unique_ptr<Task> task;
   try {
-    task = FromWire(in, PayloadText(message));
+    task = FromWire(in, net::PayloadText(message));
   } catch (const Error& error) {
     internal::EndJob("a task from node " + std::to_string(source) +
                      " cannot run here: " + error.what());
@@ -427,7 +418,8 @@ void Runtime::EndElsewhere(Task& task) {
   // No copy goes back when nobody waits for it (lmdx_spawn_copy).
   if (task.write_back) done.set_args(task.args.data(), task.args.size());
   done.set_sender_load(Waiting());
-  node_.Send(task.origin, kTaskDone, done.SerializeAsString(), OwnedPayload(std::move(release)));
+  node_.Send(task.origin, kTaskDone, done.SerializeAsString(),
+             net::OwnedPayload(std::move(release)));
 }
 
 void Runtime::OnDone(net::InboundMessage& message) {
@@ -460,7 +452,7 @@ void Runtime::OnDone(net::InboundMessage& message) {
   {
     std::lock_guard lock(group->mutex);
     group->ended_elsewhere.push_back(
-        internal::EndedElsewhere{record.args_address, done.args(), PayloadText(message)});
+        internal::EndedElsewhere{record.args_address, done.args(), net::PayloadText(message)});
   }
   CountDown(*group);
 }

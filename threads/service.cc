@@ -17,17 +17,6 @@
 namespace lmdx::threads {
 namespace {
 
-// Consistency payloads travel as a frame's raw payload (threads.proto says why).
-net::Payload OwnedPayload(std::string bytes) {
-  auto owned = std::make_shared<const std::string>(std::move(bytes));
-  return net::Payload{owned->data(), owned->size(), owned};
-}
-
-std::string PayloadText(const net::InboundMessage& message) {
-  if (message.header.payload_length == 0) return {};
-  return std::string(reinterpret_cast<const char*>(message.payload), message.header.payload_length);
-}
-
 constexpr net::MessageType TypeOf(int offset) noexcept {
   return static_cast<net::MessageType>(static_cast<int>(net::MessageType::kFirstThreads) + offset);
 }
@@ -124,7 +113,7 @@ void Service::RegisterHandlers() {
   node_.Handle(kThreadStart, [this](net::InboundMessage& message, const net::ReplyTo* to) {
     if (to == nullptr) return;
     auto start = Parse<wire::Start>(message.body, "thread start");
-    std::string consistency = PayloadText(message);
+    std::string consistency = net::PayloadText(message);
     wire::ThreadId reply;
     try {
       auto* fn = reinterpret_cast<ThreadFunction>(Locate({start.object(), start.offset()}));
@@ -152,7 +141,7 @@ void Service::RegisterHandlers() {
     if (it->second.finished) {
       wire::Result result;
       result.set_value(it->second.result);
-      net::Payload consistency = OwnedPayload(std::move(it->second.consistency));
+      net::Payload consistency = net::OwnedPayload(std::move(it->second.consistency));
       entries_.erase(it);
       node_.Reply(*to, result.SerializeAsString(), std::move(consistency));
       return;
@@ -220,7 +209,7 @@ std::uint64_t Service::Start(ThreadFunction fn, void* argument, int node, bool d
   start.set_argument(reinterpret_cast<std::uintptr_t>(argument));
   start.set_detached(detached);
   // A start is a release: the new thread sees what its starter wrote (docs/protocols.md).
-  net::Payload consistency = OwnedPayload(
+  net::Payload consistency = net::OwnedPayload(
       sync::CurrentConsistencyHooks()->OnRelease({sync::ObjectKind::kThread, "start"}));
   auto reply = node_.Request(node, kThreadStart, start.SerializeAsString(), std::move(consistency));
   return Parse<wire::ThreadId>(reply.body, "thread id").id();
@@ -292,7 +281,7 @@ void Service::Finished(std::uint64_t id, std::uint64_t result, std::string consi
   }
   wire::Result reply;
   reply.set_value(result);
-  net::Payload payload = OwnedPayload(std::move(consistency));
+  net::Payload payload = net::OwnedPayload(std::move(consistency));
   for (const net::ReplyTo& to : joiners) node_.Reply(to, reply.SerializeAsString(), payload);
 }
 
@@ -317,7 +306,7 @@ void* Service::Join(std::uint64_t id) {
   }
   auto result = Parse<wire::Result>(reply->body, "thread result");
   // A join is an acquire: the joiner sees what the thread wrote.
-  std::string consistency = PayloadText(*reply);
+  std::string consistency = net::PayloadText(*reply);
   sync::CurrentConsistencyHooks()->OnAcquire({sync::ObjectKind::kThread, "end"},
                                              std::span<const std::string>(&consistency, 1));
   return reinterpret_cast<void*>(result.value());
