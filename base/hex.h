@@ -1,6 +1,7 @@
 #ifndef LMDX_BASE_HEX_H_
 #define LMDX_BASE_HEX_H_
 
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,6 +18,13 @@ inline std::string HexEncode(std::string_view bytes) {
     text.push_back(kDigits[byte >> 4]);
     text.push_back(kDigits[byte & 0xf]);
   }
+  return text;
+}
+
+// An address as messages write it ("0x7ffd5e2a1b30", "(nil)").
+inline std::string AddressText(const void* address) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%p", address);
   return text;
 }
 

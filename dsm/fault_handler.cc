@@ -20,8 +20,8 @@ std::atomic<std::uintptr_t> sigbus_range_end{0};
 // signal sent with kill or raise. Returning alone would retry a faulting instruction but let a
 // sent signal pass unnoticed, so the default action is restored and the signal raised again; it
 // is delivered as soon as the handler returns.
-void Decline(int signal) {
-  WriteCrashNote(signal);
+void Decline(int signal, void* address) {
+  WriteCrashNote({.signal = signal, .address = address, .address_known = true});
   ::signal(SIGSEGV, SIG_DFL);
   ::signal(SIGBUS, SIG_DFL);
   ::raise(signal);
@@ -34,7 +34,7 @@ void Decline(int signal) {
 int OnSegv(void* address, int /*serious*/) {
   const auto* handle = current_handle.load(std::memory_order_acquire);
   if (handle != nullptr && (*handle)(address, FaultType::kUnknown)) return 1;
-  Decline(SIGSEGV);
+  Decline(SIGSEGV, address);
   return 0;
 }
 
@@ -57,7 +57,7 @@ void OnBus(int /*signal*/, siginfo_t* info, void* context) {
   }
   auto address = reinterpret_cast<std::uintptr_t>(info->si_addr);
   bool in_range = address >= sigbus_range_begin.load() && address < sigbus_range_end.load();
-  Decline(in_range ? SIGSEGV : SIGBUS);
+  Decline(in_range ? SIGSEGV : SIGBUS, info->si_addr);
 }
 
 }  // namespace

@@ -12,8 +12,10 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/crash_note.h"
 #include "base/error.h"
 #include "base/forked_child.h"
+#include "base/hex.h"
 #include "base/log.h"
 #include "dsm/internal/message_types.h"
 #include "dsm/stats_figures.h"
@@ -41,12 +43,6 @@ constexpr std::uint64_t kMaxPagesOpenedAtOnce = 262144;
 constexpr std::uint64_t kLargeRegionPages = 256;  // 1 MiB of 4 KiB pages
 constexpr std::uint64_t kColourPages = 16;        // 64 KiB
 constexpr std::uint64_t kColours = 7;
-
-std::string Hex(const void* address) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%p", address);
-  return text;
-}
 
 wire::Region ToWire(const Region& region) {
   wire::Region out;
@@ -89,7 +85,7 @@ std::shared_ptr<Service> current_service;
 // the child ends instead, saying why. Nothing is flushed: it ends as a crash would.
 [[noreturn]] void EndForkedChild(const void* address) {
   LogLine("a child of fork() (pid " + std::to_string(::getpid()) +
-          ") touched LMDX shared memory at " + Hex(address) +
+          ") touched LMDX shared memory at " + AddressText(address) +
           "; shared memory belongs to the node's own process only: exec a new program in the "
           "child, or copy what it needs to private memory before fork (lmdx_get) and send its "
           "results back through a pipe");
@@ -131,6 +127,7 @@ Service::Service(net::Node& node, Options options)
     std::fflush(nullptr);
     ::_exit(1);
   };
+  SetCrashNoteNode(node_.rank(), space_.base(), space_.base() + space_.bytes());
   fault_handler_ = std::make_unique<FaultHandler>(
       [this](void* address, FaultType type) { return HandleFault(address, type); },
       space_.faults_report_access_type(), space_.base(), space_.base() + space_.bytes());
@@ -412,13 +409,13 @@ void* Service::Malloc(std::size_t bytes) {
 void Service::Free(void* block) {
   if (block == nullptr) return;
   if (!space_.Contains(block)) {
-    throw Error(LMDX_ERR_MISUSE, Hex(block) +
+    throw Error(LMDX_ERR_MISUSE, AddressText(block) +
                                      " is not shared memory (was it allocated with "
                                      "malloc rather than lmdx_malloc?)");
   }
   int owner = space_.HeapOwnerOf(space_.PageOf(block));
   if (owner < 0) {
-    throw Error(LMDX_ERR_MISUSE, Hex(block) +
+    throw Error(LMDX_ERR_MISUSE, AddressText(block) +
                                      " is a shared variable or collective allocation, "
                                      "not a block of lmdx_malloc");
   }
@@ -439,10 +436,10 @@ void Service::CheckRange(const void* address, std::size_t bytes, const char* cal
   const auto* first = static_cast<const std::byte*>(address);
   if (address == nullptr || !space_.Contains(first) || !space_.Contains(first + bytes - 1)) {
     throw Error(LMDX_ERR_INVALID_ARGUMENT,
-                std::string(call) + ": " + Hex(address) + " (+" + std::to_string(bytes) +
+                std::string(call) + ": " + AddressText(address) + " (+" + std::to_string(bytes) +
                     " bytes) is not inside shared memory " +
-                    Hex(reinterpret_cast<void*>(space_.base())) + "-" +
-                    Hex(reinterpret_cast<void*>(space_.base() + space_.bytes())));
+                    AddressText(reinterpret_cast<void*>(space_.base())) + "-" +
+                    AddressText(reinterpret_cast<void*>(space_.base() + space_.bytes())));
   }
 }
 
@@ -524,7 +521,7 @@ bool Service::HandleFault(void* address, FaultType type) {
       return true;
     }
   } catch (const std::exception& error) {
-    fatal_("a shared page at " + Hex(space_.AppView(page)) +
+    fatal_("a shared page at " + AddressText(space_.AppView(page)) +
            " could not be opened again: " + error.what());
   }
   Access now = table_.access(page);
@@ -559,7 +556,8 @@ bool Service::HandleFault(void* address, FaultType type) {
     protocol.Obtain(page, wanted);
     consistency::Counters::Add(counters.fault_ns, MonotonicNs() - start);
   } catch (const std::exception& error) {
-    fatal_("a shared-memory access at " + Hex(address) + " could not be served: " + error.what());
+    fatal_("a shared-memory access at " + AddressText(address) +
+           " could not be served: " + error.what());
   }
   return true;
 }
@@ -568,7 +566,7 @@ std::string Service::WildAccessText(void* address, FaultType type) {
   std::string access = type == FaultType::kWrite  ? "a write"
                        : type == FaultType::kRead ? "a read"
                                                   : "an access";
-  std::string text = access + " at " + Hex(address) +
+  std::string text = access + " at " + AddressText(address) +
                      " is inside the shared range but in no shared variable or heap block";
   try {
     wire::VariableReply reply = RankZeroRegionReply(space_.PageOf(address));
@@ -583,8 +581,8 @@ std::string Service::WildAccessText(void* address, FaultType type) {
     const char* end = begin + nearest.bytes;
     auto past = static_cast<std::uint64_t>(static_cast<const char*>(address) - end);
     return text + ": " + std::to_string(past) + " bytes past the end of \"" + nearest.name +
-           "\" (" + Hex(begin) + " to " + Hex(end) + ", " + std::to_string(nearest.bytes) +
-           " bytes), the nearest variable below it";
+           "\" (" + AddressText(begin) + " to " + AddressText(end) + ", " +
+           std::to_string(nearest.bytes) + " bytes), the nearest variable below it";
   } catch (const std::exception& error) {
     return text + " (" + error.what() + ")";
   }
@@ -604,7 +602,7 @@ void Service::RestoreEntry(PageId page, Access wanted) {
     consistency::Counters::Add(KnownCountersOf(page).local_faults);
     MapAhead(page);
   } catch (const std::exception& error) {
-    fatal_("a shared page at " + Hex(space_.AppView(page)) +
+    fatal_("a shared page at " + AddressText(space_.AppView(page)) +
            " could not be mapped: " + error.what());
   }
 }

@@ -14,16 +14,11 @@
 
 #include "base/error.h"
 #include "base/fd.h"
+#include "base/hex.h"
 #include "base/mapping.h"
 
 namespace lmdx::threads {
 namespace {
-
-std::string Hex(const void* address) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%p", address);
-  return text;
-}
 
 // The loader's list names the main program "" and every library by the path it was loaded from;
 // both are the same on every node of a job, which runs one executable.
@@ -65,7 +60,7 @@ PortableFunction Describe(const void* function) {
   }
   if (!search.found) {
     throw Error(LMDX_ERR_INVALID_ARGUMENT,
-                Hex(function) + " is not a function of this program or its libraries");
+                AddressText(function) + " is not a function of this program or its libraries");
   }
   return PortableFunction{search.object, search.address - search.base};
 }

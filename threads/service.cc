@@ -6,7 +6,13 @@
 #include <span>
 #include <string>
 
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/crash_note.h"
 #include "base/error.h"
+#include "base/hex.h"
 #include "base/log.h"
 #include "net/wait_board.h"
 #include "sync/consistency_hooks.h"
@@ -34,6 +40,9 @@ constexpr int kNumberBits = 40;
 struct ThreadExit {
   void* result;
 };
+
+// The service whose threads a crash note describes (one per process).
+std::atomic<Service*> noted_service{nullptr};
 
 std::string Id(std::uint64_t id) {
   return "thread " + std::to_string(Service::NodeOf(id)) + ":" +
@@ -81,9 +90,51 @@ Service::Service(net::Node& node, Options options)
     : node_(node),
       options_(options),
       scheduler_(options.scheduler),
-      next_node_((node.rank() + 1) % node.size()) {}
+      next_node_((node.rank() + 1) % node.size()) {
+  noted_service.store(this, std::memory_order_release);
+  AddCrashNoteWriter(&Service::WriteCrashNote);
+}
 
-Service::~Service() { scheduler_.Abandon(); }
+Service::~Service() {
+  Service* self = this;
+  noted_service.compare_exchange_strong(self, nullptr);
+  scheduler_.Abandon();
+}
+
+void Service::WriteCrashNote(const CrashSite& site) {
+  Service* service = noted_service.load(std::memory_order_acquire);
+  const UserThread* current = Scheduler::Current();
+  if (service == nullptr || current == nullptr) return;
+  // The program crashed in its own code; a runtime thread elsewhere may hold the table, and then
+  // the note is left out rather than the crash hung.
+  std::unique_lock lock(service->mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return;
+  auto id = service->ids_.find(current);
+  if (id == service->ids_.end()) return;
+  auto entry = service->entries_.find(id->second);
+  if (entry == service->entries_.end()) return;
+  const Entry& thread = entry->second;
+  int rank = service->node_.rank();
+  std::string name;
+  try {
+    name = SymbolName(Describe(reinterpret_cast<const void*>(thread.fn)));
+  } catch (const Error&) {
+  }
+  std::string here = "lmdx: rank " + std::to_string(rank) + ": ";
+  std::string text = here + "the LMDX thread " + (name.empty() ? "" : name + " (") +
+                     Id(id->second) + ", started by node " + std::to_string(thread.started_by) +
+                     " with argument " + AddressText(thread.argument) + (name.empty() ? "" : ")") +
+                     " crashed (" + ::strsignal(site.signal) + ")\n";
+  if (thread.started_by != rank && thread.argument != nullptr && !InSharedRange(thread.argument)) {
+    text += here + "its argument " + AddressText(thread.argument) +
+            " does not point into shared memory: " + "node " + std::to_string(thread.started_by) +
+            "'s private memory (its stack, a global not declared LMDX_shared, its malloc) does " +
+            "not exist on this node; a thread started on another node must be given a pointer " +
+            "into shared memory (an LMDX_shared variable, lmdx_malloc)\n";
+  }
+  ssize_t written = ::write(STDERR_FILENO, text.data(), text.size());
+  static_cast<void>(written);
+}
 
 void Service::RegisterHandlers() {
   net::SetMessageTypeName(kThreadStart, "thread-start");
@@ -118,7 +169,7 @@ void Service::RegisterHandlers() {
     try {
       auto* fn = reinterpret_cast<ThreadFunction>(Locate({start.object(), start.offset()}));
       reply.set_id(StartHere(fn, reinterpret_cast<void*>(start.argument()), start.detached(),
-                             std::move(consistency)));
+                             message.header.source, std::move(consistency)));
     } catch (const Error& error) {
       node_.ReplyError(*to, error.code(), error.what());
       return;
@@ -201,7 +252,7 @@ std::uint64_t Service::Start(ThreadFunction fn, void* argument, int node, bool d
                                                " in a job of " + std::to_string(node_.size()));
   }
   if (node < 0) node = ChooseNode();
-  if (node == node_.rank()) return StartHere(fn, argument, detached);
+  if (node == node_.rank()) return StartHere(fn, argument, detached, node_.rank());
   PortableFunction where = Describe(reinterpret_cast<const void*>(fn));
   wire::Start start;
   start.set_object(where.object);
@@ -215,12 +266,15 @@ std::uint64_t Service::Start(ThreadFunction fn, void* argument, int node, bool d
   return Parse<wire::ThreadId>(reply.body, "thread id").id();
 }
 
-std::uint64_t Service::StartHere(ThreadFunction fn, void* argument, bool detached,
+std::uint64_t Service::StartHere(ThreadFunction fn, void* argument, bool detached, int started_by,
                                  std::optional<std::string> start_payload) {
   std::lock_guard lock(mutex_);
   std::uint64_t id = (static_cast<std::uint64_t>(node_.rank()) << kNumberBits) | next_number_++;
   Entry& entry = entries_[id];
   entry.detached = detached;
+  entry.fn = fn;
+  entry.argument = argument;
+  entry.started_by = started_by;
   entry.thread = scheduler_.Spawn([this, id, fn, argument,
                                    start_payload = std::move(start_payload)] {
     WaitUntilOpen();

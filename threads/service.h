@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/crash_note.h"
 #include "net/node.h"
 #include "threads/scheduler.h"
 
@@ -80,12 +81,19 @@ class Service {
     std::uint64_t result = 0;
     std::string consistency;  // what its end released, for a joiner on another node
     std::vector<net::ReplyTo> remote_joiners;
+    // What it runs, for the line a crash of it writes.
+    ThreadFunction fn = nullptr;
+    void* argument = nullptr;
+    int started_by = -1;
   };
 
   // start_payload: the consistency payload of a starter on another node, acquired by the new
   // thread before it runs.
-  std::uint64_t StartHere(ThreadFunction fn, void* argument, bool detached,
+  std::uint64_t StartHere(ThreadFunction fn, void* argument, bool detached, int started_by,
                           std::optional<std::string> start_payload = std::nullopt);
+  // The crash note of an LMDX thread of this node: its function, its starter and its argument,
+  // and whether that argument could mean anything here (base/crash_note.h).
+  static void WriteCrashNote(const CrashSite& site);
   void WaitUntilOpen();
   void ReleaseLocks();
   // Marks a thread of this node killed and wakes it; false when there is no such thread.

@@ -18,14 +18,14 @@ namespace {
 thread_local const Task* noted_task = nullptr;
 thread_local int noted_node = -1;
 
-void WriteNote(int signal) {
+void WriteNote(const CrashSite& site) {
   const Task* task = noted_task;
   if (task == nullptr) return;
   // In a signal handler: the program crashed in user code, so the runtime holds none of its
   // locks here, and formatting on the crashing thread is the last thing the process does.
   std::string line = "lmdx: rank " + std::to_string(noted_node) + ": the task " +
                      FunctionName(task->fn) + ", spawned by " + SpawnerOf(*task, noted_node) +
-                     ", crashed (" + ::strsignal(signal) + ")\n";
+                     ", crashed (" + ::strsignal(site.signal) + ")\n";
   ssize_t written = ::write(STDERR_FILENO, line.data(), line.size());
   static_cast<void>(written);
 }
@@ -57,7 +57,7 @@ std::string SpawnerOf(const Task& task, int node) {
 CrashNote::CrashNote(const Task* task, int node)
     : outer_task_(noted_task), outer_node_(noted_node) {
   static const bool installed = [] {
-    SetCrashNoteWriter(WriteNote);
+    AddCrashNoteWriter(WriteNote);
     return true;
   }();
   static_cast<void>(installed);

@@ -85,6 +85,39 @@ TEST(ThreadsTest, WhatEveryNodePrintedBeforeACrashReachesTheOutput) {
         << job.out << job.err;
   }
   EXPECT_NE(job.err.find("lmdx run: rank 1 "), std::string::npos) << job.err;
+  // What crashed, and where the access went.
+  EXPECT_NE(job.err.find("lmdx: rank 1: the LMDX thread (anonymous namespace)::"
+                         "CrashOutsideSharedMemory(void*) (thread 1:"),
+            std::string::npos)
+      << job.err;
+  EXPECT_NE(job.err.find(", started by node 0 with argument (nil)) crashed (Segmentation fault)"),
+            std::string::npos)
+      << job.err;
+  EXPECT_NE(job.err.find("lmdx: rank 1: the fault was an access at 0x10, outside shared memory, "
+                         "in no mapping of this process"),
+            std::string::npos)
+      << job.err;
+  EXPECT_EQ(job.err.find("does not point into shared memory"), std::string::npos) << job.err;
+}
+
+// A pointer to main's stack given to a thread on another node: the crash names the argument as
+// private memory of its starter, not only the signal.
+TEST(ThreadsTest, AThreadOnAnotherNodeGivenAPointerToPrivateMemoryIsToldSoWhenItCrashes) {
+  JobResult job = RunJob(Checks(), 2, {"private_argument"});
+  EXPECT_NE(job.exit_code, 0) << job.out << job.err;
+  EXPECT_NE(job.err.find("lmdx: rank 1: the LMDX thread (anonymous namespace)::"
+                         "ReadThroughArgument(void*)"),
+            std::string::npos)
+      << job.err;
+  EXPECT_NE(job.err.find("does not point into shared memory: node 0's private memory (its stack, "
+                         "a global not declared LMDX_shared, its malloc) does not exist on this "
+                         "node; a thread started on another node must be given a pointer into "
+                         "shared memory"),
+            std::string::npos)
+      << job.err;
+  EXPECT_NE(job.err.find("lmdx: rank 1: the fault was an access at 0x7ff"), std::string::npos)
+      << job.err;
+  EXPECT_NE(job.err.find("lmdx run: rank 1 "), std::string::npos) << job.err;
 }
 
 // SPMD ranks that called lmdx_finalize still run the threads rank 0 places on them.

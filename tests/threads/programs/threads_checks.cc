@@ -346,6 +346,18 @@ void PrintThenCrash() {
   Die("the job went on after a crash on rank 1");
 }
 
+// A new user's mistake: a pointer to main's stack handed to a thread on another node, where that
+// stack does not exist (each process has its own, at an address of its own).
+void* ReadThroughArgument(void* argument) {
+  return reinterpret_cast<void*>(static_cast<std::intptr_t>(*static_cast<volatile int*>(argument)));
+}
+
+void PrivateArgument() {
+  int on_main_stack = 7;
+  lmdx_join_thread(lmdx_start_thread_on(1, ReadThroughArgument, &on_main_stack));
+  Die("the job went on after a thread on rank 1 read through a pointer to rank 0's stack");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -370,6 +382,8 @@ int main(int argc, char** argv) {
     ExitInThread(number);
   } else if (scenario == "print_then_crash") {
     PrintThenCrash();
+  } else if (scenario == "private_argument") {
+    PrivateArgument();
   } else if (scenario == "least_loaded") {
     LeastLoaded(number);
   } else {
