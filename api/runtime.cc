@@ -19,6 +19,7 @@
 #include "dsm/service.h"
 #include "groups/service.h"
 #include "net/bootstrap.h"
+#include "net/hang_watch.h"
 #include "net/rendezvous_server.h"
 #include "sync/service.h"
 #include "tasks/runtime.h"
@@ -300,6 +301,17 @@ int lmdx_init(int* argc, char*** argv) {
   lmdx::api::RecordArguments(argc, argv);
   return Guard("lmdx_init",
                [] { return lmdx::api::Init("lmdx_init", lmdx::api::Style::kThreads); });
+}
+
+int lmdx_init_from_lmdxpp(int* argc, char*** argv, const char* file) {
+  lmdx::net::SetDeadlockHint(
+      std::string("lmdxpp started this program in threads style (it inserted lmdx_init before "
+                  "the main of ") +
+      (file != nullptr ? file : "the program") +
+      ", which does not call it): main runs on rank 0 only, so a wait that every rank must "
+      "join (lmdx_barrier_all, a collective) waits forever there; call lmdx_init_spmd(&argc, "
+      "&argv) in main to run it on every rank");
+  return lmdx_init(argc, argv);
 }
 
 int lmdx_init_spmd(int* argc, char*** argv) {

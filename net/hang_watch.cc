@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -57,6 +58,17 @@ wire::WaitReport OwnReport() {
   return report;
 }
 
+std::mutex hint_mutex;
+std::string& Hint() {
+  static std::string hint;
+  return hint;
+}
+
+std::string DeadlockHint() {
+  std::lock_guard lock(hint_mutex);
+  return Hint();
+}
+
 }  // namespace
 
 HangWatch::Options HangWatch::Options::FromEnvironment() {
@@ -88,6 +100,11 @@ void HangWatch::RegisterHandler(Node& node) {
   node.Handle(MessageType::kWaitReport, [&node](InboundMessage&, const ReplyTo* reply_to) {
     if (reply_to != nullptr) node.Reply(*reply_to, OwnReport().SerializeAsString());
   });
+}
+
+void SetDeadlockHint(std::string hint) {
+  std::lock_guard lock(hint_mutex);
+  Hint() = std::move(hint);
 }
 
 void IgnoreSigquitUnlessHandled() {
@@ -178,6 +195,7 @@ class HangWatch::Impl {
       std::string header = "lmdx: deadlock: every thread of every node has waited in LMDX for " +
                            SecondsText(options_.after) + " or more with no message moving:";
       Print(header, *reports);
+      if (std::string hint = DeadlockHint(); !hint.empty()) Say("lmdx: deadlock: " + hint + "\n");
       if (options_.end_job) {
         Say("lmdx: deadlock: the job ends (LMDX_DEADLOCK_ACTION=warn only warns; "
             "LMDX_DEADLOCK_AFTER=0 never looks)\n");

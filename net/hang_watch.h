@@ -46,6 +46,10 @@ class HangWatch {
   std::unique_ptr<Impl> impl_;
 };
 
+// A line a deadlock report ends with, that may explain it: the program's own choice made for it
+// (lmdxpp's threads style). Set before the node starts.
+void SetDeadlockHint(std::string hint);
+
 // Other ranks: SIGQUIT is rank 0's to answer, and must not end this node with a core dump.
 void IgnoreSigquitUnlessHandled();
 

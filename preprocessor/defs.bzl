@@ -35,7 +35,7 @@ def lmdx_cc_binary(name, srcs, deps = [], copts = [], **kwargs):
             name = "%s_lmdxpp_%d" % (name, index),
             srcs = [src],
             outs = [out],
-            cmd = "$(execpath %s) $< -o $@ --name %s" % (Label("//preprocessor:lmdxpp"), shown),
+            cmd = "$(execpath %s) $< -o $@ --name %s --no-notes" % (Label("//preprocessor:lmdxpp"), shown),
             tools = [Label("//preprocessor:lmdxpp")],
             visibility = ["//visibility:private"],
         )

@@ -23,6 +23,18 @@ class SourceError : public std::runtime_error {
   Location where_;
 };
 
+// Something lmdxpp did that the source does not say (the main it generates), told as compilers
+// tell a note, so that a program that forgot lmdx_init learns at build time how it will run.
+struct SourceNote {
+  Location where;
+  std::string text;
+};
+
+inline std::string FormatNote(const std::string& file, const SourceNote& note) {
+  return file + ":" + std::to_string(note.where.line) + ":" + std::to_string(note.where.column) +
+         ": note: " + note.text;
+}
+
 // "file:line:column: error: message", the format of gcc and clang, so editors and build logs
 // treat lmdxpp's errors like the compiler's.
 inline std::string FormatError(const std::string& file, const SourceError& error) {

@@ -12,7 +12,7 @@
 namespace lmdx::pp {
 
 std::optional<std::string> TranslateFile(const std::string& input, const std::string& name,
-                                         std::string_view tool, std::ostream& errors) {
+                                         std::string_view tool, std::ostream& errors, bool notes) {
   std::ifstream in(input, std::ios::binary);
   if (!in) {
     errors << tool << ": cannot read " << input << ": " << std::strerror(errno) << "\n";
@@ -21,7 +21,12 @@ std::optional<std::string> TranslateFile(const std::string& input, const std::st
   std::ostringstream source;
   source << in.rdbuf();
   try {
-    return Translate(source.str(), name);
+    std::vector<SourceNote> inserted;
+    std::string out = Translate(source.str(), name, &inserted);
+    if (notes) {
+      for (const SourceNote& note : inserted) errors << FormatNote(name, note) << "\n";
+    }
+    return out;
   } catch (const SourceError& error) {
     errors << FormatError(name, error) << "\n";
     return std::nullopt;

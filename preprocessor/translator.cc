@@ -77,6 +77,8 @@ class Translator {
     }
   }
 
+  const std::vector<SourceNote>& notes() const { return notes_; }
+
   std::string Run() {
     CollectThreadNamesAndMacros();
     std::size_t i = 0;
@@ -561,6 +563,11 @@ class Translator {
     }
     main_returns_void_ = i > 0 && Is(i - 1, "void");
     main_found_ = true;
+    notes_.push_back(
+        {WhereOf(i),
+         "lmdxpp starts LMDX before this main with lmdx_init, since the program does not call "
+         "it: threads style, where main runs on rank 0 only and the other ranks run the threads "
+         "it starts; to run main on every rank (SPMD), call lmdx_init_spmd(&argc, &argv) in it"});
     edits_.Replace(code_[i].begin, code_[i].end, kRenamedMain);
     // Flowing off the end of main returns 0 (C99, C++); off the end of the function it becomes,
     // it returns garbage in C and is undefined in C++ (a crash at exit with g++).
@@ -587,7 +594,8 @@ class Translator {
     std::string main_parameters = main_parameters_ == 3 ? kParameters[3] : kParameters[2];
     std::string out = "#line 1 " + CString("<lmdxpp: main of " + file_name_ + ">") + "\n";
     out += "int main(" + main_parameters + ") {\n";
-    out += "  lmdx_init(&argc, &argv);\n";
+    // Not plain lmdx_init: a deadlock report can then say that lmdxpp chose threads style.
+    out += "  lmdx_init_from_lmdxpp(&argc, &argv, " + CString(file_name_) + ");\n";
     out += main_returns_void_ ? "  " + call + ";\n  return 0;\n" : "  return " + call + ";\n";
     out += "}\n";
     return out;
@@ -685,14 +693,19 @@ class Translator {
   std::set<std::string> macros_;  // names the file #defines
   SourceEdits edits_;
   bool main_found_ = false;
+  std::vector<SourceNote> notes_;
   bool main_returns_void_ = false;
   std::size_t main_parameters_ = 0;
 };
 
 }  // namespace
 
-std::string Translate(std::string_view source, const std::string& file_name) {
-  return Translator(source, file_name).Run();
+std::string Translate(std::string_view source, const std::string& file_name,
+                      std::vector<SourceNote>* notes) {
+  Translator translator(source, file_name);
+  std::string out = translator.Run();
+  if (notes != nullptr) *notes = translator.notes();
+  return out;
 }
 
 }  // namespace lmdx::pp

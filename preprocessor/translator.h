@@ -3,6 +3,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "preprocessor/diagnostic.h"
 
@@ -20,7 +21,9 @@ inline constexpr char kRenamedMain[] = "lmdx_program_main";
 //   main                        runs after lmdx_init (threads style), unless it calls it itself
 // The output keeps the input's lines where they were and starts with a #line naming file_name, so
 // the compiler's messages point at the user's lines. Throws SourceError for malformed constructs.
-std::string Translate(std::string_view source, const std::string& file_name);
+// Notes on what lmdxpp inserted go to notes when given.
+std::string Translate(std::string_view source, const std::string& file_name,
+                      std::vector<SourceNote>* notes = nullptr);
 
 }  // namespace lmdx::pp
 

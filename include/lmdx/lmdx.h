@@ -52,6 +52,10 @@ int lmdx_init(int* argc, char*** argv);
 /* SPMD style: returns on every rank. */
 int lmdx_init_spmd(int* argc, char*** argv);
 
+/* lmdx_init as the main lmdxpp generates calls it (for a program that does not call lmdx_init
+ * itself): the same, and a deadlock report then says that lmdxpp chose threads style for file. */
+int lmdx_init_from_lmdxpp(int* argc, char*** argv, const char* file);
+
 /* SPMD style: collective; every rank calls it, and it returns once every rank has. In threads
  * style it is called for you when rank 0's main returns, and calling it there ends the job. */
 int lmdx_finalize(void);

@@ -198,6 +198,25 @@ TEST(TranslatorTest, ProgramsThatStartLmdxInCxxOrFromAHelperKeepTheirMain) {
   EXPECT_NE(out.find("lmdx_program_main"), std::string::npos) << out;
 }
 
+// The main lmdxpp generates says so at build time, and tells the runtime (for deadlock reports).
+TEST(TranslatorTest, AGeneratedMainIsNotedWhereTheProgramsMainIs) {
+  std::vector<SourceNote> notes;
+  std::string out =
+      Translate("#include <stdio.h>\n\nint main(void) { return 0; }\n", "t.c", &notes);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0].where.line, 3);
+  EXPECT_EQ(notes[0].where.column, 5);
+  EXPECT_EQ(FormatNote("t.c", notes[0])
+                .rfind("t.c:3:5: note: lmdxpp starts LMDX before this "
+                       "main with lmdx_init",
+                       0),
+            0u);
+  EXPECT_NE(out.find("  lmdx_init_from_lmdxpp(&argc, &argv, \"t.c\");\n"), std::string::npos)
+      << out;
+  Translate("int main(int c, char **v) { lmdx_init_spmd(&c, &v); return 0; }\n", "s.c", &notes);
+  EXPECT_TRUE(notes.empty());
+}
+
 // Flowing off the end of main returns 0, and off the end of the function lmdxpp makes of it too
 // (without it g++'s code for a C++ main with no return crashed at exit).
 TEST(TranslatorTest, MainWithNoReturnStillReturnsZero) {

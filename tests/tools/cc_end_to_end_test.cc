@@ -173,6 +173,40 @@ TEST_F(CcEndToEndTest, DialectProgramIsPreprocessedBuiltAndRun) {
   EXPECT_EQ(ran.out, "sum of squares 85344, 512 bytes\n");  // 0^2 + ... + 63^2
 }
 
+// A program that forgets lmdx_init: lmdxpp says at build time that it starts LMDX in threads
+// style, and when the program then waits at a barrier of every rank, the deadlock report says why.
+TEST_F(CcEndToEndTest, AProgramWithoutLmdxInitIsToldWhatLmdxppInsertedAndWhyItDeadlocks) {
+  fs::path source = user_ / "forgot.c";
+  std::ofstream(source) << "#include <stdio.h>\n"
+                           "int main(int argc, char **argv) {\n"
+                           "  lmdx_barrier_all();\n"
+                           "  printf(\"after the barrier\\n\");\n"
+                           "  return 0;\n"
+                           "}\n";
+  fs::path program = user_ / "forgot";
+  std::vector<std::string> cc = {"cc", source.string(), "-o", program.string()};
+  for (const std::string& flag : SanitizerFlags()) cc.push_back(flag);
+  Outcome built = Lmdx(cc);
+  ASSERT_EQ(built.code, 0) << built.err;
+  EXPECT_NE(built.err.find(source.string() +
+                           ":2:5: note: lmdxpp starts LMDX before this main with lmdx_init, "
+                           "since the program does not call it: threads style"),
+            std::string::npos)
+      << built.err;
+  Outcome ran = RunProcess({TestBinary("LMDX_TOOL_BIN"), "run", program.string(), "-n", "2"},
+                           {"LMDX_HOME=" + home_.string(), "LMDX_DEADLOCK_AFTER=1"});
+  EXPECT_NE(ran.code, 0) << ran.err;
+  EXPECT_EQ(ran.out.find("after the barrier"), std::string::npos) << ran.out;
+  EXPECT_NE(ran.err.find("lmdx: deadlock: every thread of every node has waited"),
+            std::string::npos)
+      << ran.err;
+  EXPECT_NE(ran.err.find("lmdx: deadlock: lmdxpp started this program in threads style (it "
+                         "inserted lmdx_init before the main of " +
+                         source.string() + ", which does not call it)"),
+            std::string::npos)
+      << ran.err;
+}
+
 TEST_F(CcEndToEndTest, CompilerMessagesPointAtTheUsersLines) {
   fs::path source = user_ / "typo.c";
   std::ofstream(source) << "LMDX_shared int grid[4];\n\nint main(void) {\n  return grdi[0];\n}\n";
