@@ -14,6 +14,7 @@
 #include <climits>
 #include <concepts>
 #include <cstddef>
+#include <cstring>
 #include <initializer_list>
 #include <memory>
 #include <new>
@@ -561,6 +562,89 @@ inline void get(void* destination, const void* shared_source, std::size_t bytes)
 inline void put(void* shared_destination, const void* source, std::size_t bytes) {
   detail::check(lmdx_put(shared_destination, source, bytes));
 }
+
+// ---- LMDX threads (docs/threads.md, docs/cpp.md) ------------------------------------------------
+//
+//   lmdx::thread worker(1, [=] { rows[i] = work(i); });   // on node 1; lmdx::any_node lets LMDX
+//   worker.join();                                        // place it (round-robin by default)
+//
+// The closure is copied into shared memory, where the new thread reads it on whatever node runs
+// it: capture by value, and only pointers into shared memory. A joinable thread is joined by its
+// destructor (as std::jthread), so no thread outlives what its starter meant it to see.
+
+inline constexpr int any_node = -1;
+
+// The C calls, failing as every C++ call does (the error mode).
+inline lmdx_thread_t start_thread(void* (*fn)(void*), void* arg, int node = any_node) {
+  lmdx_thread_t id =
+      node == any_node ? lmdx_start_thread(fn, arg) : lmdx_start_thread_on(node, fn, arg);
+  if (id == LMDX_THREAD_INVALID)
+    detail::check(lmdx_last_error() < 0 ? lmdx_last_error() : LMDX_ERR_INTERNAL);
+  return id;
+}
+inline void* join_thread(lmdx_thread_t id) {
+  void* result = lmdx_join_thread(id);
+  if (result == nullptr && lmdx_last_error() < 0) detail::check(lmdx_last_error());
+  return result;
+}
+
+namespace detail {
+// Runs on the new thread's node: takes its own copy of the closure out of shared memory, frees
+// the shared one (lmdx_free works from any node), and runs it.
+template <typename F>
+void* run_thread_closure(void* shared_closure) {
+  alignas(F) std::byte bytes[sizeof(F)];
+  std::memcpy(bytes, shared_closure, sizeof(F));
+  lmdx_free(shared_closure);
+  (*std::launder(reinterpret_cast<F*>(bytes)))();
+  return nullptr;
+}
+}  // namespace detail
+
+class thread {
+ public:
+  thread() noexcept = default;
+  template <typename F>
+  requires std::invocable<F&>
+  explicit thread(const F& closure) : thread(any_node, closure) {}
+  template <typename F>
+  requires std::invocable<F&> thread(int node, const F& closure) {
+    static_assert(std::is_trivially_copyable_v<F>,
+                  "lmdx::thread copies the closure byte for byte to the node that runs it: "
+                  "capture trivially copyable values, by value");
+    void* shared = detail::check_pointer<void>(lmdx_malloc(sizeof(F)));
+    std::memcpy(shared, &closure, sizeof(F));
+    try {
+      id_ = start_thread(&detail::run_thread_closure<F>, shared, node);
+    } catch (...) {
+      lmdx_free(shared);
+      throw;
+    }
+  }
+  thread(thread&& other) noexcept : id_(std::exchange(other.id_, LMDX_THREAD_INVALID)) {}
+  thread& operator=(thread&& other) noexcept {
+    if (this != &other) {
+      if (joinable()) lmdx_join_thread(id_);
+      id_ = std::exchange(other.id_, LMDX_THREAD_INVALID);
+    }
+    return *this;
+  }
+  thread(const thread&) = delete;
+  thread& operator=(const thread&) = delete;
+  ~thread() {
+    if (joinable()) lmdx_join_thread(id_);
+  }
+
+  bool joinable() const noexcept { return id_ != LMDX_THREAD_INVALID; }
+  lmdx_thread_t id() const noexcept { return id_; }
+  void join() {
+    if (!joinable()) throw error(LMDX_ERR_MISUSE, "lmdx::thread::join: no thread to join");
+    join_thread(std::exchange(id_, LMDX_THREAD_INVALID));
+  }
+
+ private:
+  lmdx_thread_t id_ = LMDX_THREAD_INVALID;
+};
 
 // ---- Tasks (docs/tasks.md) --------------------------------------------------------------------
 //

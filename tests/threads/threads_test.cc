@@ -25,6 +25,10 @@ TEST(ThreadsTest, AThousandThreadsSpreadRoundRobinOverFourNodesAndAreJoined) {
   ExpectVerified(RunJob(Checks(), 4, {"many", "1000"}, {}, std::chrono::seconds(240)), "many", 4);
 }
 
+TEST(ThreadsTest, CxxThreadsRunClosuresOnEveryNodeAndJoin) {
+  for (int nodes : {1, 3}) ExpectVerified(RunJob(Checks(), nodes, {"cpp"}), "cpp", nodes);
+}
+
 TEST(ThreadsTest, DetachedThreadsRunAndCannotBeJoined) {
   ExpectVerified(RunJob(Checks(), 3, {"detached", "200"}), "detached", 3);
 }

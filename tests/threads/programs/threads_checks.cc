@@ -3,6 +3,8 @@
 // difference from what a sequential run gives.
 #include <lmdx/lmdx.h>
 
+#include <lmdx/lmdx.hpp>
+
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -346,6 +348,49 @@ void PrintThenCrash() {
   Die("the job went on after a crash on rank 1");
 }
 
+// The C++ wrappers: closures started on every node and on any, each writing its rows of a shared
+// table from what it captured; joined by join(), by a move-assignment and by the destructor; the
+// table checked against the sequential values, and the C-style start/join through the wrappers.
+void* TimesSeven(void* argument) {
+  auto* value = static_cast<std::int64_t*>(argument);
+  *value *= 7;
+  return argument;
+}
+
+void Cpp() {
+  constexpr int kRows = 64;
+  lmdx::shared<std::int64_t[kRows]> table{"cpp_threads_table"};
+  std::int64_t* rows = &(*table)[0];
+  {
+    std::vector<lmdx::thread> threads;
+    for (int t = 0; t < 8; ++t) {
+      auto body = [rows, t] {
+        for (int i = t; i < kRows; i += 8) rows[i] = std::int64_t{i} * i;
+      };
+      if (t % 2 == 0) {
+        threads.emplace_back(t % lmdx_size(), body);
+      } else {
+        threads.emplace_back(body);
+      }
+    }
+    threads[0].join();
+    Check(!threads[0].joinable(), "a joined lmdx::thread is still joinable");
+    threads[1] = lmdx::thread(lmdx::any_node, [rows] { rows[0] += 1000; });  // joins the old one
+    threads[1].join();
+  }  // the destructors join threads 2 to 7
+  for (int i = 0; i < kRows; ++i) {
+    std::int64_t expected = std::int64_t{i} * i + (i == 0 ? 1000 : 0);
+    Check((*table)[i] == expected, "row " + std::to_string(i) + " is " +
+                                       std::to_string((*table)[i]) + ", not " +
+                                       std::to_string(expected));
+  }
+  auto* value = static_cast<std::int64_t*>(lmdx_malloc(sizeof(std::int64_t)));
+  *value = 6;
+  void* result = lmdx::join_thread(lmdx::start_thread(TimesSeven, value, lmdx_size() - 1));
+  Check(result == value && *value == 42, "a thread started through lmdx::start_thread");
+  lmdx_free(value);
+}
+
 // A new user's mistake: a pointer to main's stack handed to a thread on another node, where that
 // stack does not exist (each process has its own, at an address of its own).
 void* ReadThroughArgument(void* argument) {
@@ -382,6 +427,8 @@ int main(int argc, char** argv) {
     ExitInThread(number);
   } else if (scenario == "print_then_crash") {
     PrintThenCrash();
+  } else if (scenario == "cpp") {
+    Cpp();
   } else if (scenario == "private_argument") {
     PrivateArgument();
   } else if (scenario == "least_loaded") {
