@@ -47,6 +47,9 @@ class Service final : public consistency::PageMemory {
   void* SharedVariable(const std::string& name, std::size_t bytes);
   // nullptr when no variable has that name.
   void* Lookup(const std::string& name, std::size_t* bytes);
+  // Throws LMDX_ERR_INVALID_ARGUMENT, naming call, unless [address, address + bytes) lies in
+  // shared memory.
+  void CheckRange(const void* address, std::size_t bytes, const char* call);
   void Get(void* destination, const void* shared_source, std::size_t bytes);
   void Put(void* shared_destination, const void* source, std::size_t bytes);
 
@@ -123,7 +126,6 @@ class Service final : public consistency::PageMemory {
   consistency::Counters& KnownCountersOf(PageId page);
   consistency::Protocol& Named(const std::string& protocol, const std::string& what,
                                const std::string& chosen_by = "") const;
-  void CheckRange(const void* address, std::size_t bytes, const char* call);
   void FreeHere(void* block);
 
   net::Node& node_;

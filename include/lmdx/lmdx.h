@@ -312,6 +312,15 @@ void* lmdx_lookup(const char* name, size_t* bytes);
 /* Copies between private and shared memory through the protocol, without page faults. */
 int lmdx_get(void* destination, const void* shared_source, size_t bytes);
 int lmdx_put(void* shared_destination, const void* source, size_t bytes);
+/* read(2) and write(2) for buffers anywhere, shared memory included. The kernel does not fault
+ * shared pages in: plain read(2) into shared pages this node may not write fails with EFAULT or
+ * returns a short count (it stops at the first such page), and write(2) from pages it may not
+ * read does the same. These stage through private memory and lmdx_put/lmdx_get. lmdx_read reads
+ * until bytes, the end of the file, or a short read of a pipe or socket; lmdx_write writes all
+ * bytes. Both return the count, or -1 with errno (EFAULT for a buffer that runs out of shared
+ * memory, which is also an LMDX error in the error mode); a private buffer is plain read/write. */
+ssize_t lmdx_read(int fd, void* buffer, size_t bytes);
+ssize_t lmdx_write(int fd, const void* buffer, size_t bytes);
 /* 1 when address lies in the shared range, else 0. */
 int lmdx_is_shared(const void* address);
 /* The consistency protocol that keeps address coherent ("sc", "update", "rc", "lrc" or "hlrc"), as

@@ -60,6 +60,10 @@ TEST_P(ScenarioTest, GetAndPutAgreeWithLoadsAndStores) {
   ExpectVerified(RunJob(Checks(), nodes(), {"getput"}), "getput", nodes());
 }
 
+TEST_P(ScenarioTest, FileReadsAndWritesReachSharedPagesOtherNodesHold) {
+  ExpectVerified(RunJob(Checks(), nodes(), {"file_io"}), "file_io", nodes());
+}
+
 TEST_P(ScenarioTest, CppSharedAndAllocator) {
   ExpectVerified(RunJob(Checks(), nodes(), {"cpp"}), "cpp", nodes());
 }

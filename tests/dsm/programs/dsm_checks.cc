@@ -5,6 +5,7 @@
 
 #include <lmdx/lmdx.hpp>
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -305,6 +306,84 @@ void GetPut() {
   unsigned char local[8];
   Check(lmdx_get(local, local, sizeof local) == LMDX_ERR_INVALID_ARGUMENT,
         "lmdx_get from private memory was accepted");
+  lmdx_set_error_mode(LMDX_ERRORS_ARE_FATAL);
+  Barrier();
+}
+
+// lmdx_read and lmdx_write on shared buffers whose pages other nodes home and write: each rank in
+// turn reads a file it wrote into the variable at an odd offset (while other nodes hold copies,
+// so pages here are read-only or absent), everyone checks the bytes with loads, and every rank
+// writes the variable out to a file of its own and compares it with what it expects. Then a
+// short read at the end of a file, and a bad descriptor.
+std::string ScratchFile(const std::string& what) {
+  const char* directory = std::getenv("TEST_TMPDIR");
+  return std::string(directory != nullptr ? directory : "/tmp") + "/lmdx_file_io_" + what + "_" +
+         std::to_string(::getpid());
+}
+
+void FileIo() {
+  constexpr std::size_t kBytes = 9 * 4096 + 77;
+  auto* area = Var<unsigned char>("file_io", kBytes);
+  std::vector<unsigned char> pattern(kBytes);
+  for (std::size_t i = 0; i < kBytes; ++i) pattern[i] = static_cast<unsigned char>(i * 13 + 5);
+  for (int reader = 0; reader < size_; ++reader) {
+    auto expected = [&](std::size_t i) { return static_cast<unsigned char>(pattern[i] ^ reader); };
+    // Every node holds copies of the whole variable before the reader's turn.
+    std::size_t sum = 0;
+    for (std::size_t i = 0; i < kBytes; i += 512) sum += area[i];
+    Check(sum < ~std::size_t{0}, "a read of every page");
+    Barrier();
+    if (rank_ == reader) {
+      std::size_t offset = 333 + static_cast<std::size_t>(reader);
+      std::vector<unsigned char> bytes(kBytes - offset);
+      for (std::size_t i = offset; i < kBytes; ++i) bytes[i - offset] = expected(i);
+      std::string path = ScratchFile("in");
+      int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_RDWR, 0600);
+      Check(fd >= 0, "open " + path);
+      Check(::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()),
+            "write the input file");
+      Check(::lseek(fd, 0, SEEK_SET) == 0, "lseek");
+      for (std::size_t i = 0; i < offset; ++i) area[i] = expected(i);
+      ssize_t got = lmdx_read(fd, area + offset, bytes.size());
+      Check(got == static_cast<ssize_t>(bytes.size()),
+            "lmdx_read returned " + std::to_string(got) + " of " + std::to_string(bytes.size()));
+      // At the end of the file: 0, as read(2) says.
+      Check(lmdx_read(fd, area, 100) == 0, "lmdx_read at the end of the file");
+      ::close(fd);
+      ::unlink(path.c_str());
+    }
+    Barrier();
+    for (std::size_t i = 0; i < kBytes; ++i) {
+      if (area[i] != expected(i)) Check(false, "byte " + std::to_string(i) + " after lmdx_read");
+    }
+    std::string path = ScratchFile("out");
+    int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_RDWR, 0600);
+    Check(fd >= 0, "open " + path);
+    Check(lmdx_write(fd, area, kBytes) == static_cast<ssize_t>(kBytes), "lmdx_write");
+    std::vector<unsigned char> back(kBytes + 1);
+    Check(::pread(fd, back.data(), back.size(), 0) == static_cast<ssize_t>(kBytes),
+          "the file lmdx_write wrote has another size");
+    for (std::size_t i = 0; i < kBytes; ++i) {
+      if (back[i] != expected(i)) Check(false, "byte " + std::to_string(i) + " of lmdx_write");
+    }
+    // A short file: lmdx_read returns what there is.
+    Check(::ftruncate(fd, 100) == 0 && ::lseek(fd, 0, SEEK_SET) == 0, "truncate");
+    if (rank_ == reader) Check(lmdx_read(fd, area, kBytes) == 100, "a short lmdx_read");
+    ::close(fd);
+    ::unlink(path.c_str());
+    Barrier();
+    // The 100 bytes the reader took back from its file are its own writes again.
+    for (std::size_t i = 0; i < 100; ++i) Check(area[i] == expected(i), "the short read's bytes");
+    Barrier();
+  }
+  lmdx_set_error_mode(LMDX_ERRORS_RETURN);
+  char private_buffer[16];
+  Check(lmdx_read(-1, private_buffer, sizeof private_buffer) == -1 && errno == EBADF,
+        "lmdx_read on a bad descriptor");
+  Check(lmdx_read(-1, area, 16) == -1 && errno == EBADF, "lmdx_read into shared memory, bad fd");
+  int fd = ::open("/dev/zero", O_RDONLY);
+  Check(lmdx_read(fd, private_buffer, 8) == 8, "a read into private memory");
+  ::close(fd);
   lmdx_set_error_mode(LMDX_ERRORS_ARE_FATAL);
   Barrier();
 }
@@ -647,6 +726,8 @@ int Run(int argc, char** argv) {
     Heap(number(2, 100000));
   } else if (scenario == "names") {
     Names();
+  } else if (scenario == "file_io") {
+    FileIo();
   } else if (scenario == "getput") {
     GetPut();
   } else if (scenario == "one_fetch") {
