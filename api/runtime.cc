@@ -83,6 +83,7 @@ dsm::Options DsmOptions(const config::Settings& settings) {
   options.stats_json = settings.stats_json;
   options.one_sided = settings.dsm_one_sided != "off";
   options.fetch_ahead = settings.dsm_fetch_ahead != "off";
+  options.guard_pages = settings.dsm_guard_pages;
   options.policy_for = [&settings](std::string_view name, const dsm::Creator& creator) {
     return RegionPolicyFor(settings, name, creator);
   };

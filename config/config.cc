@@ -1007,6 +1007,9 @@ Settings MakeSettings(const Config& config, const Environment& env, const std::s
   settings.dsm_fetch_ahead =
       ParseChoice(env, "LMDX_DSM_FETCH_AHEAD", {"auto", "off"},
                   "a choice of fetching ahead of strided faults", settings.dsm_fetch_ahead);
+  settings.dsm_guard_pages =
+      ParseChoice(env, "LMDX_DSM_GUARD", {"0", "1"}, "a choice of guard pages between variables",
+                  dsm.guard_pages() ? "1" : "0") == "1";
 
   if (dsm.protocol() != PROTOCOL_DEFAULT) settings.protocol = dsm.protocol();
   settings.protocol =

@@ -110,6 +110,8 @@ struct Settings {
   std::string dsm_one_sided = "auto";
   // Faults on a strided walk fetch the pages ahead of it (LMDX_DSM_FETCH_AHEAD): "auto" or "off".
   std::string dsm_fetch_ahead = "auto";
+  // An unused page before every variable (dsm.guard_pages, LMDX_DSM_GUARD=1).
+  bool dsm_guard_pages = false;
   Protocol protocol = SC;               // for variables no region names
   Protocol heap_protocol = SC;          // the shared heap's: dsm.heap, else protocol
   Home home = BLOCK;                    // for variables no region names
@@ -168,11 +170,11 @@ struct Settings {
 using Environment = std::map<std::string, std::string, std::less<>>;
 
 // The variables this layer reads.
-inline constexpr std::array<std::string_view, 14> kEnvironmentVariables = {
-    "LMDX_CONFIG",         "LMDX_DSM_SIZE",    "LMDX_DSM_BASE",      "LMDX_PROTOCOL",
-    "LMDX_DSM_HOME",       "LMDX_STATS",       "LMDX_STATS_JSON",    "LMDX_PLACEMENT",
-    "LMDX_LRC_DIFF_LIMIT", "LMDX_DSM_ACCESS",  "LMDX_DSM_ONE_SIDED", "LMDX_DSM_FETCH_AHEAD",
-    "LMDX_TASK_SCHEDULER", "LMDX_TASK_RUNNERS"};
+inline constexpr std::array<std::string_view, 15> kEnvironmentVariables = {
+    "LMDX_CONFIG",         "LMDX_DSM_SIZE",     "LMDX_DSM_BASE",      "LMDX_PROTOCOL",
+    "LMDX_DSM_HOME",       "LMDX_STATS",        "LMDX_STATS_JSON",    "LMDX_PLACEMENT",
+    "LMDX_LRC_DIFF_LIMIT", "LMDX_DSM_ACCESS",   "LMDX_DSM_ONE_SIDED", "LMDX_DSM_FETCH_AHEAD",
+    "LMDX_TASK_SCHEDULER", "LMDX_TASK_RUNNERS", "LMDX_DSM_GUARD"};
 
 // Those of kEnvironmentVariables the process has.
 Environment ProcessEnvironment();

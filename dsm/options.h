@@ -58,6 +58,9 @@ struct Options {
   // it, where the pair's network allows (shm, fabric), unless LMDX_DSM_ONE_SIDED=off
   // (dsm/home_access.h).
   bool one_sided = true;
+  // An unused page before every variable, where an overrun of the one before faults and is named
+  // (rank 0, which places variables, decides).
+  bool guard_pages = false;
   // update, rc, hlrc, lrc: a fault on a strided walk brings the pages ahead of it
   // (LMDX_DSM_FETCH_AHEAD; consistency/home_based/internal/fault_streams.h).
   bool fetch_ahead = true;

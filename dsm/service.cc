@@ -210,6 +210,12 @@ Region Service::PlaceRegion(const std::string& name, std::uint64_t bytes, const 
                     " MiB are taken; raise LMDX_DSM_SIZE");
   }
   if (gap > 0) ++large_regions_placed_;
+  // The guard page: no variable's, so an access there is a wild access, named with the variable
+  // it ran past (WildAccessText).
+  if (options_.guard_pages && gap == 0 && next_variable_page_ < space_.variable_pages()) gap = 1;
+  if (pages > space_.variable_pages() - next_variable_page_ - gap) {
+    throw Error(LMDX_ERR_NO_MEMORY, "no room for \"" + name + "\" and its guard page");
+  }
   next_variable_page_ += gap;
   Region region{name,
                 next_variable_page_,

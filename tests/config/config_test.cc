@@ -230,9 +230,9 @@ TEST(ConfigTest, TheTaskRuntimeFromTheFileElseTheEnvironment) {
   EXPECT_EQ(EnvError({{"LMDX_TASK_SCHEDULER", "fifo"}}),
             "LMDX_TASK_SCHEDULER: \"fifo\" is not a task scheduler (steal, share or least_loaded)");
   for (const char* bad : {"0", "-1", "two", "65", "2x"}) {
-    EXPECT_EQ(EnvError({{"LMDX_TASK_RUNNERS", bad}}),
-              std::string("LMDX_TASK_RUNNERS: \"") + bad +
-                  "\" is not a number of runners from 1 to 64");
+    EXPECT_EQ(
+        EnvError({{"LMDX_TASK_RUNNERS", bad}}),
+        std::string("LMDX_TASK_RUNNERS: \"") + bad + "\" is not a number of runners from 1 to 64");
   }
 }
 
@@ -336,6 +336,16 @@ TEST(ConfigTest, FetchingAheadComesFromTheEnvironment) {
             "(auto or off)");
 }
 
+TEST(ConfigTest, GuardPagesComeFromTheFileOrTheEnvironment) {
+  EXPECT_FALSE(SettingsFromText("", "e").dsm_guard_pages);
+  EXPECT_TRUE(SettingsFromText("dsm { guard_pages: true }", "e").dsm_guard_pages);
+  EXPECT_TRUE(SettingsFromText("", "e", {{"LMDX_DSM_GUARD", "1"}}).dsm_guard_pages);
+  EXPECT_FALSE(SettingsFromText("dsm { guard_pages: true }", "e", {{"LMDX_DSM_GUARD", "0"}})
+                   .dsm_guard_pages);
+  EXPECT_EQ(EnvError({{"LMDX_DSM_GUARD", "yes"}}),
+            "LMDX_DSM_GUARD: \"yes\" is not a choice of guard pages between variables (0 or 1)");
+}
+
 TEST(ConfigTest, LmdxHomeIsTheRepositoryNotAHomeDistribution) {
   // ./lmdx exports LMDX_HOME (the repository) to every process it starts.
   Settings s = LoadSettings({{"LMDX_HOME", "/work/lmdx"}});
@@ -419,7 +429,7 @@ TEST(ConfigTest, SyntaxErrorsHaveLineAndColumn) {
 TEST(ConfigTest, UnknownFieldsAreErrors) {
   EXPECT_EQ(ParseError("dsm {\n  sise: \"1G\"\n}"),
             "job.conf:2:3: unknown field \"sise\" in dsm (known: size, base, protocol, home, "
-            "region, unit, lrc_diff_limit or heap)");
+            "region, unit, lrc_diff_limit, heap or guard_pages)");
   EXPECT_EQ(ParseError("\n\n   statistics { enabled: true }"),
             "job.conf:3:4: unknown field \"statistics\" at the top level (known: dsm, stats, "
             "threads, network, module, link or tasks)");
@@ -429,7 +439,7 @@ TEST(ConfigTest, UnknownFieldsAreErrors) {
   // Columns count a tab as protobuf does: to the next multiple of 8, as compilers show them.
   EXPECT_EQ(ParseError("dsm\t{\tsise: \"1G\" }"),
             "job.conf:1:17: unknown field \"sise\" in dsm (known: size, base, protocol, home, "
-            "region, unit, lrc_diff_limit or heap)");
+            "region, unit, lrc_diff_limit, heap or guard_pages)");
   EXPECT_EQ(ParseError("network { pair { c: 1 } }"),
             "job.conf:1:18: unknown field \"c\" in network.pair (known: a, b or transport)");
 }

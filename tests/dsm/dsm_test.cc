@@ -176,6 +176,24 @@ TEST_P(ProtocolTest, AWildAccessInTheSharedRangeNamesTheVariableItRanPast) {
   EXPECT_EQ(null.err.find("shared range"), std::string::npos) << null.err;
 }
 
+// LMDX_DSM_GUARD=1 leaves a page no variable holds before every variable: an index that runs off
+// one variable into the next faults there and is named, where without it the write lands in the
+// next variable in silence.
+TEST(GuardPagesTest, AnOverrunIntoTheNextVariableIsNamedUnderGuardPages) {
+  JobResult silent = RunJob(Checks(), 2, {"crash", "into_the_next"}, {}, std::chrono::seconds(30));
+  EXPECT_NE(silent.out.find("starts 4096 bytes after the first"), std::string::npos) << silent.out;
+  EXPECT_NE(silent.err.find("survived a wild write"), std::string::npos) << silent.err;
+  ScopedEnv guard("LMDX_DSM_GUARD", "1");
+  JobResult named = RunJob(Checks(), 2, {"crash", "into_the_next"}, {}, std::chrono::seconds(30));
+  EXPECT_NE(named.out.find("starts 8192 bytes after the first"), std::string::npos) << named.out;
+  EXPECT_EQ(named.exit_code, 128 + 11) << named.out << named.err;
+  EXPECT_NE(named.err.find(" is inside the shared range but in no shared variable or heap block: "
+                           "8 bytes past the end of \"guarded_first\""),
+            std::string::npos)
+      << named.err;
+  EXPECT_EQ(named.err.find("survived a wild write"), std::string::npos) << named.err;
+}
+
 // dsm.heap gives the shared heap its own protocol, which the default (LMDX_PROTOCOL, the
 // command line's) does not move; variables keep the default.
 TEST(HeapProtocolTest, DsmHeapNamesTheHeapsProtocol) {

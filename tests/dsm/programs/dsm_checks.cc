@@ -577,6 +577,14 @@ void Crash(const char* where) {
       // The page after the last variable's: an index that ran past its end.
       auto* var = static_cast<char*>(lmdx_shared_var("last", 100));
       bad = reinterpret_cast<volatile int*>(var + 8192);
+    } else if (std::strcmp(where, "into_the_next") == 0) {
+      // An index one page and 8 bytes past the end of a variable of whole pages: without guard
+      // pages, that is the next variable's ninth byte.
+      auto* first = static_cast<char*>(lmdx_shared_var("guarded_first", 4096));
+      auto* second = static_cast<char*>(lmdx_shared_var("guarded_second", 4096));
+      std::printf("rank %d: the second variable starts %td bytes after the first\n", rank_,
+                  second - first);
+      bad = reinterpret_cast<volatile int*>(first + 4096 + 8);
     } else {
       bad = reinterpret_cast<volatile int*>(16);
     }
