@@ -84,6 +84,11 @@ const char* lmdx_last_error_message(void) { return lmdx::api::last_error.c_str()
 
 int lmdx_last_error(void) { return lmdx::api::last_error_code; }
 
+void lmdx_clear_error(void) {
+  lmdx::api::last_error.clear();
+  lmdx::api::last_error_code = LMDX_OK;
+}
+
 const char* lmdx_strerror(int code) {
   switch (code) {
     case LMDX_OK: return "success";

@@ -1,6 +1,8 @@
 #include "threads/service.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <span>
@@ -99,6 +101,19 @@ Service::~Service() {
   Service* self = this;
   noted_service.compare_exchange_strong(self, nullptr);
   scheduler_.Abandon();
+}
+
+void Service::EndJobForException(std::uint64_t id, ThreadFunction fn, const char* what) {
+  std::string name;
+  try {
+    name = SymbolName(Describe(reinterpret_cast<const void*>(fn)));
+  } catch (const Error&) {
+  }
+  LogLine("an exception escaped the LMDX thread " + (name.empty() ? "" : name + " (") + Id(id) +
+          (name.empty() ? "" : ")") + ": " + what +
+          "; the job ends (catch exceptions inside the thread's function)");
+  std::fflush(nullptr);
+  std::abort();
 }
 
 void Service::WriteCrashNote(const CrashSite& site) {
@@ -287,6 +302,10 @@ std::uint64_t Service::StartHere(ThreadFunction fn, void* argument, bool detache
       result = fn(argument);
     } catch (const ThreadExit& exit) {
       result = exit.result;
+    } catch (const std::exception& error) {
+      // As std::thread's terminate, but said: a joiner on another node would otherwise wait for
+      // an end that never comes.
+      EndJobForException(id, fn, error.what());
     }
     // A killed thread may have been stopped while it held locks; nobody else could free them.
     if (CallerKilled()) ReleaseLocks();

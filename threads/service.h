@@ -94,6 +94,8 @@ class Service {
   // The crash note of an LMDX thread of this node: its function, its starter and its argument,
   // and whether that argument could mean anything here (base/crash_note.h).
   static void WriteCrashNote(const CrashSite& site);
+  [[noreturn]] static void EndJobForException(std::uint64_t id, ThreadFunction fn,
+                                              const char* what);
   void WaitUntilOpen();
   void ReleaseLocks();
   // Marks a thread of this node killed and wakes it; false when there is no such thread.

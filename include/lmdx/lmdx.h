@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -72,6 +73,9 @@ const char* lmdx_last_error_message(void);
 /* The code of this thread's last failed call (LMDX_ERRORS_RETURN mode), for calls that return a
  * pointer and so report failure as NULL, and for those that return nothing (lmdx_free). */
 int lmdx_last_error(void);
+/* Forgets this thread's last error, so that a call whose success may return NULL (lmdx_join_thread
+ * of a thread that returned NULL) can be told from one that failed. */
+void lmdx_clear_error(void);
 
 /* Raw messages. Each carries a tag (an int >= 0 the sender chooses; lmdx_send sends tag 0).
  * A receive names a source (or LMDX_ANY_SOURCE) and a tag (or LMDX_ANY_TAG; lmdx_recv and

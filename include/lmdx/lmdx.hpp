@@ -583,6 +583,7 @@ inline lmdx_thread_t start_thread(void* (*fn)(void*), void* arg, int node = any_
   return id;
 }
 inline void* join_thread(lmdx_thread_t id) {
+  lmdx_clear_error();  // NULL is also what a thread may return
   void* result = lmdx_join_thread(id);
   if (result == nullptr && lmdx_last_error() < 0) detail::check(lmdx_last_error());
   return result;

@@ -29,6 +29,19 @@ TEST(ThreadsTest, CxxThreadsRunClosuresOnEveryNodeAndJoin) {
   for (int nodes : {1, 3}) ExpectVerified(RunJob(Checks(), nodes, {"cpp"}), "cpp", nodes);
 }
 
+// An exception that leaves a thread ends the job, naming the thread, rather than leaving a joiner
+// on another node waiting for ever.
+TEST(ThreadsTest, AnExceptionEscapingAThreadEndsTheJobNamingIt) {
+  JobResult job = RunJob(Checks(), 2, {"throw"});
+  EXPECT_NE(job.exit_code, 0) << job.out << job.err;
+  EXPECT_NE(
+      job.err.find("an exception escaped the LMDX thread (anonymous namespace)::Throws(void*) "
+                   "(thread 1:1): boom; the job ends"),
+      std::string::npos)
+      << job.err;
+  EXPECT_EQ(job.err.find("the job went on"), std::string::npos) << job.err;
+}
+
 TEST(ThreadsTest, DetachedThreadsRunAndCannotBeJoined) {
   ExpectVerified(RunJob(Checks(), 3, {"detached", "200"}), "detached", 3);
 }

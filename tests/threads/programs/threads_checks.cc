@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -389,6 +390,25 @@ void Cpp() {
   void* result = lmdx::join_thread(lmdx::start_thread(TimesSeven, value, lmdx_size() - 1));
   Check(result == value && *value == 42, "a thread started through lmdx::start_thread");
   lmdx_free(value);
+  // After a failure caught in the throwing mode, a join of a thread that returns NULL succeeds.
+  lmdx::set_error_mode(lmdx::errors::throw_exceptions);
+  bool threw = false;
+  try {
+    lmdx::join_thread(12345);
+  } catch (const lmdx::error&) {
+    threw = true;
+  }
+  Check(threw, "a join of no thread did not throw");
+  lmdx::thread after_failure(lmdx::any_node, [] {});
+  after_failure.join();
+  lmdx::set_error_mode(lmdx::errors::fatal);
+}
+
+void* Throws(void*) { throw std::runtime_error("boom"); }
+
+void ThrowInThread() {
+  lmdx_join_thread(lmdx_start_thread_on(lmdx_size() - 1, Throws, nullptr));
+  Die("the job went on after an exception escaped a thread");
 }
 
 // A new user's mistake: a pointer to main's stack handed to a thread on another node, where that
@@ -427,6 +447,8 @@ int main(int argc, char** argv) {
     ExitInThread(number);
   } else if (scenario == "print_then_crash") {
     PrintThenCrash();
+  } else if (scenario == "throw") {
+    ThrowInThread();
   } else if (scenario == "cpp") {
     Cpp();
   } else if (scenario == "private_argument") {
