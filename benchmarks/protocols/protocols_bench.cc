@@ -107,7 +107,8 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--out", out, "folder for results.json, .csv, .md and the charts")
       ->capture_default_str();
-  app.add_flag("--quick", quick, "small sizes: every path in seconds, figures meaningless");
+  app.add_flag("--quick", quick,
+               "small sizes: every path in about two minutes, figures meaningless");
   app.add_option("--repeat", repeat, "runs of each case; the fastest is reported")
       ->check(CLI::Range(1, 20))
       ->capture_default_str();

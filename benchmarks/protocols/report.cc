@@ -252,8 +252,8 @@ std::vector<std::string> DrawCharts(const std::string& dir, const ReportSetup& s
   };
   const Metric metrics[] = {
       {"time (s)", [](const RunResult& r) { return r.seconds; }},
-      {"faults", [](const RunResult& r) { return r.read_faults + r.write_faults; }},
-      {"messages", [](const RunResult& r) { return r.messages; }},
+      {"page faults", [](const RunResult& r) { return r.read_faults + r.write_faults; }},
+      {"messages sent", [](const RunResult& r) { return r.messages; }},
       {"MB moved", [](const RunResult& r) { return r.bytes / 1e6; }},
   };
   std::vector<std::string> drawn;
@@ -265,7 +265,8 @@ std::vector<std::string> DrawCharts(const std::string& dir, const ReportSetup& s
     for (std::size_t m = 0; m < std::size(metrics); ++m) {
       const Metric& metric = metrics[m];
       data << "nodes";
-      for (const std::string& p : variants) data << ' ' << p;
+      // The message version's series is named apart from the panel of messages sent.
+      for (const std::string& p : variants) data << ' ' << (p == kMessages ? "message-passing" : p);
       data << '\n';
       for (int nodes : setup.nodes) {
         data << nodes;
@@ -283,7 +284,8 @@ std::vector<std::string> DrawCharts(const std::string& dir, const ReportSetup& s
     std::string script_file = dir + "/" + sample + ".gp";
     std::ofstream script(script_file);
     script << "set terminal pngcairo size 1200,800 noenhanced\nset output '" << png << "'\n"
-           << "set multiplot layout 2,2 title '" << sample << ": each protocol by node count'\n"
+           << "set multiplot layout 2,2 title '" << sample << ": each protocol by node count"
+           << (setup.quick ? " (quick sizes: figures meaningless)" : "") << "'\n"
            << "set style data histograms\nset style histogram clustered gap 1\n"
            << "set style fill solid 0.8 border -1\nset key top left\nset yrange [0:*]\n"
            << "set xlabel 'nodes'\n";
