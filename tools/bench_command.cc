@@ -66,6 +66,12 @@ int BenchCommand(const std::vector<std::string>& args, const Paths& paths) {
   if (found == nullptr) {
     throw UsageError("no benchmark named '" + args[0] + "'; known:" + BenchmarkList());
   }
+  if (!paths.installed_prefix().empty()) {
+    throw UsageError(
+        "the benchmarks run from the LMDX repository, where they are built: run "
+        "./lmdx bench " +
+        args[0] + " there");
+  }
   std::string driver = (paths.bin() / found->driver).string();
   if (!IsExecutableFile(driver)) {
     throw UsageError("the benchmark driver is not built (no " + driver + "); run ./lmdx build");

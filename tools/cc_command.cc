@@ -206,8 +206,13 @@ CcRequest ParseCcArguments(const std::vector<std::string>& args) {
 }
 
 CcLayout FindCcLayout(const Paths& paths) {
+  if (!paths.installed_prefix().empty()) {
+    return {paths.installed_prefix() / "include", paths.installed_prefix() / "lib"};
+  }
   if (paths.home().empty()) {
-    throw UsageError("LMDX_HOME is not set; run lmdx cc through the ./lmdx script");
+    throw UsageError(
+        "LMDX_HOME is not set; run lmdx cc through the ./lmdx script, or install LMDX (./lmdx "
+        "install) and run the installed lmdx");
   }
   fs::path lib = paths.bin() / "api" / "liblmdx.so";
   std::error_code ec;
@@ -273,12 +278,14 @@ CcPlan PlanCc(const CcRequest& request, const CcLayout& layout, const fs::path& 
   CommandLine& link = plan.link;
   link.insert(link.end(), request.link_inputs.begin(), request.link_inputs.end());
   link.insert(link.end(), request.common_flags.begin(), request.common_flags.end());
-  link.insert(link.end(), {"-o", request.output, "-L" + layout.lib_dir.string(),
-                           "-Wl,-rpath," + layout.lib_dir.string(), "-llmdx",
-                           // LMDX's shared heap is jemalloc, which also brings malloc and
-                           // operator new: as a direct dependency ahead of libc and libstdc++ it
-                           // serves the whole program, so no block is freed by another allocator.
-                           "-Wl,--push-state,--no-as-needed", "-ljemalloc", "-Wl,--pop-state"});
+  link.insert(link.end(),
+              {"-o", request.output, "-L" + layout.lib_dir.string(),
+               "-Wl,-rpath," + layout.lib_dir.string(), "-llmdx",
+               // LMDX's shared heap is jemalloc, which also brings malloc and
+               // operator new: as a direct dependency ahead of libc and libstdc++ it
+               // serves the whole program, so no block is freed by another allocator.
+               // By its soname, which the runtime package has without the -dev one.
+               "-Wl,--push-state,--no-as-needed", "-l:libjemalloc.so.2", "-Wl,--pop-state"});
   link.insert(link.end(), request.link_flags.begin(), request.link_flags.end());
   if (!generated.empty()) link.push_back("-lprotobuf");
   link.push_back("-pthread");

@@ -12,7 +12,13 @@ namespace fs = std::filesystem;
 Paths Paths::FromEnvironment() {
   const char* home = std::getenv("LMDX_HOME");
   if (home != nullptr && *home != '\0') return Paths(home, fs::path(home) / "bazel-bin");
-  return Paths({}, SelfPath().parent_path().parent_path());
+  fs::path above = SelfPath().parent_path().parent_path();
+  std::error_code ec;
+  if (fs::exists(above / "include" / "lmdx" / "lmdx.h", ec) &&
+      fs::exists(above / "lib" / "liblmdx.so", ec)) {
+    return Paths({}, {}, above);
+  }
+  return Paths({}, above);
 }
 
 fs::path SelfPath() {

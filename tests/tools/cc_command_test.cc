@@ -63,7 +63,7 @@ TEST(CcCommandTest, PlanCompilesEachSourceThenLinksAgainstLmdx) {
   EXPECT_TRUE(Has(plan.compile[1], "-std=c++20"));
   EXPECT_EQ(plan.link, (CommandLine{"g++", "/tmp/objs/0-main.o", "/tmp/objs/1-util.o", "-O2", "-o",
                                     "prog", "-L/out/api", "-Wl,-rpath,/out/api", "-llmdx",
-                                    "-Wl,--push-state,--no-as-needed", "-ljemalloc",
+                                    "-Wl,--push-state,--no-as-needed", "-l:libjemalloc.so.2",
                                     "-Wl,--pop-state", "-lm", "-pthread"}));
 }
 
