@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <boost/context/fiber.hpp>
+
 #include "base/crash_note.h"
 #include "base/error.h"
 #include "base/hex.h"
@@ -306,6 +308,10 @@ std::uint64_t Service::StartHere(ThreadFunction fn, void* argument, bool detache
       // As std::thread's terminate, but said: a joiner on another node would otherwise wait for
       // an end that never comes.
       EndJobForException(id, fn, error.what());
+    } catch (const boost::context::detail::forced_unwind&) {
+      throw;  // a parked thread unwound at shutdown (threads/scheduler.cc)
+    } catch (...) {
+      EndJobForException(id, fn, "an exception of a type not derived from std::exception");
     }
     // A killed thread may have been stopped while it held locks; nobody else could free them.
     if (CallerKilled()) ReleaseLocks();

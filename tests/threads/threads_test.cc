@@ -40,6 +40,12 @@ TEST(ThreadsTest, AnExceptionEscapingAThreadEndsTheJobNamingIt) {
       std::string::npos)
       << job.err;
   EXPECT_EQ(job.err.find("the job went on"), std::string::npos) << job.err;
+  JobResult an_int = RunJob(Checks(), 2, {"throw_int"});
+  EXPECT_NE(an_int.exit_code, 0) << an_int.out << an_int.err;
+  EXPECT_NE(an_int.err.find("ThrowsAnInt(void*) (thread 1:1): an exception of a type not derived "
+                            "from std::exception; the job ends"),
+            std::string::npos)
+      << an_int.err;
 }
 
 TEST(ThreadsTest, DetachedThreadsRunAndCannotBeJoined) {

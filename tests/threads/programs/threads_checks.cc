@@ -405,9 +405,10 @@ void Cpp() {
 }
 
 void* Throws(void*) { throw std::runtime_error("boom"); }
+void* ThrowsAnInt(void*) { throw 42; }
 
-void ThrowInThread() {
-  lmdx_join_thread(lmdx_start_thread_on(lmdx_size() - 1, Throws, nullptr));
+void ThrowInThread(bool an_int) {
+  lmdx_join_thread(lmdx_start_thread_on(lmdx_size() - 1, an_int ? ThrowsAnInt : Throws, nullptr));
   Die("the job went on after an exception escaped a thread");
 }
 
@@ -448,7 +449,9 @@ int main(int argc, char** argv) {
   } else if (scenario == "print_then_crash") {
     PrintThenCrash();
   } else if (scenario == "throw") {
-    ThrowInThread();
+    ThrowInThread(false);
+  } else if (scenario == "throw_int") {
+    ThrowInThread(true);
   } else if (scenario == "cpp") {
     Cpp();
   } else if (scenario == "private_argument") {
