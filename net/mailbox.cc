@@ -84,6 +84,64 @@ Mailbox::Result Mailbox::Receive(int source, int tag, void* buffer, std::size_t 
   return std::move(posted.result);
 }
 
+std::unique_ptr<Mailbox::PendingReceive> Mailbox::Start(int source, int tag, void* buffer,
+                                                        std::size_t capacity) {
+  auto pending =
+      std::make_unique<PendingReceive>(source, tag, static_cast<std::uint8_t*>(buffer), capacity);
+  Posted& posted = pending->posted;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
+      int from = it->message.header.source;
+      if (!Matches(source, tag, from, it->tag)) continue;
+      std::size_t length = static_cast<std::size_t>(it->message.header.payload_length);
+      if (length > capacity) {
+        posted.result = Truncated(from, it->tag, length, capacity);
+      } else {
+        CopySmall(buffer, it->message.payload, length);
+        posted.result = Result{LMDX_OK, from, it->tag, length, {}};
+        unexpected_.erase(it);
+      }
+      posted.done.Signal();
+      return pending;
+    }
+    Post(&posted);
+  }
+  if (notice_next_post_.load(std::memory_order_acquire) &&
+      notice_next_post_.exchange(false, std::memory_order_acq_rel) && on_posted_) {
+    on_posted_();
+  }
+  return pending;
+}
+
+bool Mailbox::Done(const PendingReceive& pending) { return pending.posted.done.done(); }
+
+Mailbox::Result Mailbox::Finish(PendingReceive& pending) {
+  Posted& posted = pending.posted;
+  WaitReason reason{"lmdx_wait_request (a receive)", {}, posted.source};
+  if (!posted.done.WaitUnlessInterrupted(&reason)) {
+    std::lock_guard lock(mutex_);
+    if (posted.listed && !posted.claimed) {
+      Unlist(&posted);
+      return Result{LMDX_ERR_SHUTDOWN, -1, -1, 0, "the thread was killed while it waited"};
+    }
+  }
+  posted.done.Wait(&reason);
+  return std::move(posted.result);
+}
+
+void Mailbox::Withdraw(PendingReceive& pending) {
+  Posted& posted = pending.posted;
+  {
+    std::lock_guard lock(mutex_);
+    if (posted.listed && !posted.claimed) {
+      Unlist(&posted);
+      return;
+    }
+  }
+  posted.done.Wait();
+}
+
 std::uint8_t* Mailbox::Place(const FrameHeader& header, const std::string& body) {
   std::optional<RawBody> raw = RawBody::Decode(body);
   if (!raw || header.source < 0) return nullptr;

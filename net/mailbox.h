@@ -7,6 +7,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -38,6 +39,20 @@ class Mailbox {
   // Application threads. source may be LMDX_ANY_SOURCE, tag LMDX_ANY_TAG. wait=false returns
   // code 1 at once when nothing matches.
   Result Receive(int source, int tag, void* buffer, std::size_t capacity, bool wait);
+
+  // A receive posted now and finished later (lmdx_irecv), so that the caller computes while its
+  // message arrives, straight into buffer when it comes after the post. It lives on the heap;
+  // its owner calls Finish, or Withdraw, before destroying it.
+  struct PendingReceive;
+  std::unique_ptr<PendingReceive> Start(int source, int tag, void* buffer, std::size_t capacity);
+  // True once the receive has its message, or has failed: Finish then returns at once.
+  static bool Done(const PendingReceive& pending);
+  // Waits for the message (a killed LMDX thread stops waiting, as in Receive) and returns what
+  // Receive would have.
+  Result Finish(PendingReceive& pending);
+  // Takes back a receive nobody will finish; one whose message is being read in is waited for,
+  // since the transport writes into its buffer.
+  void Withdraw(PendingReceive& pending);
 
   // Progress thread: where the payload of this raw frame should go (a posted receive's buffer),
   // or nullptr. A frame that overtook an earlier one of its source is never placed.
@@ -78,6 +93,15 @@ class Mailbox {
     Posted* prev = nullptr;
     Posted* next = nullptr;
   };
+
+ public:
+  struct PendingReceive {
+    PendingReceive(int source, int tag, std::uint8_t* buffer, std::size_t capacity)
+        : posted(source, tag, buffer, capacity) {}
+    Posted posted;
+  };
+
+ private:
   struct Queued {
     InboundMessage message;
     int tag;

@@ -422,19 +422,22 @@ void Node::Send(int dest, MessageType type, std::string body, Payload payload) {
   SendBlocking(dest, std::move(message), kPairNetwork);
 }
 
-void Node::SendRaw(int dest, std::int32_t tag, Payload payload, std::string_view network) {
+int Node::RawNetworkIndex(int dest, std::string_view network) const {
   if (dest < 0 || dest >= info_.size) {
     throw Error(LMDX_ERR_INVALID_ARGUMENT, "there is no rank " + std::to_string(dest) +
                                                " in a job of " + std::to_string(info_.size));
   }
-  int index = kPairNetwork;
-  if (!network.empty() && dest != info_.rank) {
-    index = NetworkIndex(network);
-    if (index < 0) {
-      throw Error(LMDX_ERR_INVALID_ARGUMENT,
-                  "there is no network called \"" + std::string(network) + "\"");
-    }
+  if (network.empty() || dest == info_.rank) return kPairNetwork;
+  int index = NetworkIndex(network);
+  if (index < 0) {
+    throw Error(LMDX_ERR_INVALID_ARGUMENT,
+                "there is no network called \"" + std::string(network) + "\"");
   }
+  return index;
+}
+
+void Node::SendRaw(int dest, std::int32_t tag, Payload payload, std::string_view network) {
+  int index = RawNetworkIndex(dest, network);
   RawBody raw;
   raw.tag = tag;
   raw.sequence =
@@ -454,6 +457,32 @@ void Node::SendRaw(int dest, std::int32_t tag, Payload payload, std::string_view
   message.body = raw.Encode();
   message.payload = std::move(payload);
   SendBlocking(dest, std::move(message), index);
+}
+
+void Node::SendRawAsync(int dest, std::int32_t tag, Payload payload, std::string_view network,
+                        std::function<void(bool)> on_sent) {
+  int index = RawNetworkIndex(dest, network);
+  RawBody raw;
+  raw.tag = tag;
+  raw.sequence =
+      raw_sequence_[static_cast<std::size_t>(dest)].fetch_add(1, std::memory_order_relaxed);
+  if (payload.size <= SmallRaw::kMaxPayload) {
+    Transport* transport = ReadyRoute(dest, index);
+    SmallRaw small{
+        info_.rank,  dest, tag, raw.sequence, static_cast<const std::uint8_t*>(payload.data),
+        payload.size};
+    if (transport != nullptr && transport->SendRawNow(small)) {
+      CountSent(MessageType::kRaw, RawBody::kSize + payload.size);
+      on_sent(true);
+      return;
+    }
+  }
+  OutgoingMessage message;
+  message.header.type = MessageType::kRaw;
+  message.body = raw.Encode();
+  message.payload = std::move(payload);
+  message.on_sent = std::move(on_sent);
+  SendFrame(dest, std::move(message), index, /*may_block=*/false);
 }
 
 void Node::SendAsync(int dest, MessageType type, std::string body, Payload payload,

@@ -117,6 +117,11 @@ class Node : public TransportHost {
   // node itself the hint is ignored. A small one goes on the network's express lane when it has
   // one and can take it at once (Transport::SendRawNow).
   void SendRaw(int dest, std::int32_t tag, Payload payload, std::string_view network = {});
+  // SendRaw that returns at once (lmdx_isend): the payload, borrowed or owned, must stay valid
+  // until on_sent(true or false) runs, once, on whichever thread finished the write (at once when
+  // a small one went out whole, or for this node itself).
+  void SendRawAsync(int dest, std::int32_t tag, Payload payload, std::string_view network,
+                    std::function<void(bool sent)> on_sent);
   // Starts a one-way frame and returns at once, never waiting for socket or ring space. The
   // payload, borrowed or owned, must stay valid until on_sent(true or false) runs (once, on
   // whichever thread finished the write; at once for this node itself).
@@ -224,6 +229,9 @@ class Node : public TransportHost {
   void SendBlocking(int dest, OutgoingMessage&& message, int network);
   // The transport that may send to dest at once over network, or nullptr when anything is
   // unusual (a bad rank, this node, routes not known yet, a hinted network the pair lacks).
+  // The network index a raw message to dest takes for the hint network (kPairNetwork for none);
+  // throws for a rank or a network that does not exist.
+  int RawNetworkIndex(int dest, std::string_view network) const;
   Transport* ReadyRoute(int dest, int network);
   bool SendNow(int dest, OutgoingMessage& message, int network);
   void CountSent(const OutgoingMessage& message);

@@ -123,6 +123,25 @@ int lmdx_send_tagged(int dest, int tag, const void* buf, size_t len, int net_hin
 int lmdx_recv_tagged(int src, int tag, void* buf, size_t cap, lmdx_status* status);
 int lmdx_try_recv_tagged(int src, int tag, void* buf, size_t cap, lmdx_status* status);
 
+/* Non-blocking raw messages: each call starts the transfer and returns a request, so the program
+ * computes while the network moves the bytes. The buffer belongs to the transfer until the request
+ * completes: do not write a send's buffer, nor read a receive's, before then. Every request is
+ * completed by lmdx_wait_request, or by an lmdx_test that finds it done; either frees it and sets
+ * it to NULL (a NULL request completes at once). Messages match receives as for lmdx_recv_tagged,
+ * posted receives in the order they were posted; a pair's messages keep their order, blocking and
+ * non-blocking alike. A shared buffer is copied out at lmdx_isend, and received into at the call
+ * that completes the receive. */
+typedef struct lmdx_request_object* lmdx_request_t;
+int lmdx_isend(int dest, int tag, const void* buf, size_t len, int net_hint,
+               lmdx_request_t* request);
+int lmdx_irecv(int src, int tag, void* buf, size_t cap, lmdx_request_t* request);
+/* Sets *done to 1 and completes the request (status as lmdx_recv's for a receive; for a send,
+ * source is the destination) when it is done, else sets *done to 0 and returns at once. A failed
+ * transfer is reported here (LMDX_ERR_TRUNCATED, LMDX_ERR_PEER_LOST), per the error mode. */
+int lmdx_test(lmdx_request_t* request, int* done, lmdx_status* status);
+/* Waits until the request is done and completes it; status may be NULL. */
+int lmdx_wait_request(lmdx_request_t* request, lmdx_status* status);
+
 /* Ports: named mailboxes for typed messages (the C++ API's lmdx::Port<M> sits on these calls).
  * A message goes to a port name on a node and carries the name of its type; the port, opened
  * for one type, receives messages from any node in the order each node sent them. Messages for a

@@ -107,6 +107,65 @@ inline std::optional<status> try_recv(int source, int tag, std::span<std::byte> 
   return status{st.source, st.length, st.tag};
 }
 
+// Non-blocking raw messages: the buffer is the transfer's until wait() (or a test() that finds it
+// done) returns. A request still pending when destroyed is waited for there, so no transfer
+// outlives the buffer it was given (errors are then lost: wait to see them).
+//
+//   lmdx::request in = lmdx::irecv(left, 0, halo_in);
+//   lmdx::request out = lmdx::isend(right, 0, halo_out);
+//   compute_interior();
+//   out.wait();
+//   lmdx::status got = in.wait();
+class request {
+ public:
+  request() noexcept = default;
+  explicit request(lmdx_request_t handle) noexcept : handle_(handle) {}
+  request(request&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+  request& operator=(request&& other) noexcept {
+    if (this != &other) {
+      complete_quietly();
+      handle_ = std::exchange(other.handle_, nullptr);
+    }
+    return *this;
+  }
+  request(const request&) = delete;
+  request& operator=(const request&) = delete;
+  ~request() { complete_quietly(); }
+
+  bool pending() const noexcept { return handle_ != nullptr; }
+  status wait() {
+    lmdx_status st{};
+    detail::check(lmdx_wait_request(&handle_, &st));
+    return status{st.source, st.length, st.tag};
+  }
+  // The status once done (the request is then complete), nullopt while the transfer goes on.
+  std::optional<status> test() {
+    lmdx_status st{};
+    int done = 0;
+    detail::check(lmdx_test(&handle_, &done, &st));
+    if (done == 0) return std::nullopt;
+    return status{st.source, st.length, st.tag};
+  }
+
+ private:
+  void complete_quietly() noexcept {
+    if (handle_ != nullptr) lmdx_wait_request(&handle_, nullptr);
+  }
+  lmdx_request_t handle_ = nullptr;
+};
+
+inline request isend(int dest, int tag, std::span<const std::byte> bytes,
+                     network hint = network::any) {
+  lmdx_request_t handle = nullptr;
+  detail::check(lmdx_isend(dest, tag, bytes.data(), bytes.size(), static_cast<int>(hint), &handle));
+  return request(handle);
+}
+inline request irecv(int source, int tag, std::span<std::byte> buffer) {
+  lmdx_request_t handle = nullptr;
+  detail::check(lmdx_irecv(source, tag, buffer.data(), buffer.size(), &handle));
+  return request(handle);
+}
+
 // ---- Typed messages ---------------------------------------------------------------------------
 //
 // lmdx::Port<M> is this node's port of a name, for protobuf messages of type M:

@@ -29,6 +29,21 @@ TEST_P(ExchangeTest, EveryMessageArrivesIntact) {
 
 INSTANTIATE_TEST_SUITE_P(Nodes, ExchangeTest, ::testing::Values(2, 4, 8));
 
+class RequestsTest : public ::testing::TestWithParam<int> {};
+
+// lmdx_isend, lmdx_irecv, lmdx_test and lmdx_wait_request between every pair of ranks
+// (programs/requests.cc lists what each rank checks).
+TEST_P(RequestsTest, NonBlockingMessagesArriveIntactAndInOrder) {
+  int nodes = GetParam();
+  JobResult job = RunJob(Program("REQUESTS"), nodes, {});
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  int expected = 3 * (nodes - 1) + 5;
+  EXPECT_EQ(CountOf(job.out, "verified " + std::to_string(expected) + " messages"), nodes)
+      << job.out << job.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(Nodes, RequestsTest, ::testing::Values(2, 3));
+
 // The largest job `lmdx run` accepts starts, every rank reaches rank 0 (whose accept queue takes
 // a thousand connections at once), and the job ends in order. Under a sanitizer a thousand
 // instrumented processes would not fit the machine's memory.
