@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace lmdx_test {
+namespace group_checks {
 
 [[noreturn]] inline void Die(const std::string& what) {
   std::string text = "rank " + std::to_string(lmdx_rank()) + ": FAILED: " + what;
@@ -70,6 +70,6 @@ inline void Expect(const void* buffer, std::size_t length, std::uint64_t salt, s
   if (!problem.empty()) Die(what + ": " + problem);
 }
 
-}  // namespace lmdx_test
+}  // namespace group_checks
 
 #endif  // LMDX_TESTS_GROUPS_PROGRAMS_COMMON_H_

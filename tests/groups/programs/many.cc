@@ -14,7 +14,7 @@
 
 namespace {
 
-using lmdx_test::Check;
+using group_checks::Check;
 
 void Step(lmdx::group& g, const std::vector<int>& members, std::int64_t k) {
   const int n = g.size();
@@ -75,7 +75,7 @@ void Step(lmdx::group& g, const std::vector<int>& members, std::int64_t k) {
 
 int Run(int argc, char** argv) {
   lmdx::init_spmd(argc, argv);
-  if (argc < 2) lmdx_test::Die("usage: many COUNT");
+  if (argc < 2) group_checks::Die("usage: many COUNT");
   const std::int64_t count = std::strtoll(argv[1], nullptr, 10);
   const int n = lmdx::size();
   std::vector<int> all, reversed;
@@ -103,6 +103,6 @@ int main(int argc, char** argv) {
   try {
     return Run(argc, argv);
   } catch (const std::exception& error) {
-    lmdx_test::Die(std::string("exception: ") + error.what());
+    group_checks::Die(std::string("exception: ") + error.what());
   }
 }

@@ -11,9 +11,9 @@
 
 namespace {
 
-using lmdx_test::Check;
-using lmdx_test::Die;
-using lmdx_test::Ok;
+using group_checks::Check;
+using group_checks::Die;
+using group_checks::Ok;
 
 int checked = 0;
 
@@ -159,7 +159,7 @@ void ReturnMode() {
     Check(value == 42, "the bcast after the mismatches");
     // A message longer than the receive buffer stays queued for a larger one.
     if (rank == 0) {
-      lmdx_test::Fill(out, 50, 9, 0);
+      group_checks::Fill(out, 50, 9, 0);
       Ok(lmdx_group_send(pair, out, 50), "lmdx_group_send");
     } else {
       lmdx_status status{};
@@ -169,7 +169,7 @@ void ReturnMode() {
              "a receive buffer too small");
       Ok(lmdx_group_recv(pair, in, sizeof in, &status), "lmdx_group_recv");
       Check(status.source == 0 && status.length == 50, "the queued message");
-      lmdx_test::Expect(in, 50, 9, 0, "the queued message");
+      group_checks::Expect(in, 50, 9, 0, "the queued message");
     }
   }
   Ok(lmdx_barrier_all(), "lmdx_barrier_all");

@@ -14,11 +14,11 @@
 
 namespace {
 
-using lmdx_test::Check;
-using lmdx_test::Die;
-using lmdx_test::Expect;
-using lmdx_test::Fill;
-using lmdx_test::Ok;
+using group_checks::Check;
+using group_checks::Die;
+using group_checks::Expect;
+using group_checks::Fill;
+using group_checks::Ok;
 
 int calls = 0;
 

@@ -15,8 +15,8 @@
 namespace {
 
 using lmdx::groups::Kind;
-using lmdx_test::Check;
-using lmdx_test::Ok;
+using group_checks::Check;
+using group_checks::Ok;
 
 struct Counts {
   std::int64_t sent = 0;

@@ -11,7 +11,7 @@
 
 #include "tests/sync/programs/common.h"
 
-using lmdx_test::Op;
+using sync_checks::Op;
 
 namespace {
 
@@ -30,17 +30,17 @@ Op Serve(Op op) {
 Op Call(Op op) {
   if (lmdx_rank() == 0) return Serve(op);
   std::lock_guard lock(wire_mutex);
-  return lmdx_test::Ask(op);
+  return sync_checks::Ask(op);
 }
 
 void Participant(bool named, int rounds, int participants) {
   lmdx_barrier_t barrier = named ? lmdx_barrier_find("rounds") : nullptr;
   for (int r = 0; r < rounds; ++r) {
     Call({kArrive, r});
-    lmdx_test::Ok(named ? lmdx_barrier_h(barrier) : lmdx_barrier_all(), "barrier");
+    sync_checks::Ok(named ? lmdx_barrier_h(barrier) : lmdx_barrier_all(), "barrier");
     std::int64_t count = Call({kCount, r}).value;
     if (count != participants) {
-      lmdx_test::Die("left round " + std::to_string(r) + " when " + std::to_string(count) + " of " +
+      sync_checks::Die("left round " + std::to_string(r) + " when " + std::to_string(count) + " of " +
                      std::to_string(participants) + " had arrived");
     }
   }
@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
   int threads = named && argc > 3 ? std::atoi(argv[3]) : 1;
   int rank = lmdx_rank(), size = lmdx_size();
   int participants = size * threads;
-  if (named) lmdx_test::Ok(lmdx_barrier_init("rounds", participants), "lmdx_barrier_init");
+  if (named) sync_checks::Ok(lmdx_barrier_init("rounds", participants), "lmdx_barrier_init");
   lmdx_barrier_all();  // every init is in before anyone arrives
 
   std::thread server;
@@ -66,12 +66,12 @@ int main(int argc, char** argv) {
       while (done < size - 1) {
         Op op{};
         lmdx_status status{};
-        lmdx_test::Ok(lmdx_recv(LMDX_ANY_SOURCE, &op, sizeof op, &status), "lmdx_recv");
+        sync_checks::Ok(lmdx_recv(LMDX_ANY_SOURCE, &op, sizeof op, &status), "lmdx_recv");
         if (op.op == kDone) {
           ++done;
           continue;
         }
-        lmdx_test::Answer(status.source, Serve(op));
+        sync_checks::Answer(status.source, Serve(op));
       }
     });
   }
@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
   for (auto& w : workers) w.join();
   if (rank != 0) {
     Op done{kDone, 0};
-    lmdx_test::Ok(lmdx_send(0, &done, sizeof done), "lmdx_send");
+    sync_checks::Ok(lmdx_send(0, &done, sizeof done), "lmdx_send");
   } else {
     server.join();
   }

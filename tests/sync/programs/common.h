@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <string>
 
-namespace lmdx_test {
+namespace sync_checks {
 
 struct Op {
   std::int64_t op;
@@ -44,6 +44,6 @@ inline Op Ask(Op op) {
 
 inline void Answer(int dest, Op op) { Ok(lmdx_send(dest, &op, sizeof op), "lmdx_send"); }
 
-}  // namespace lmdx_test
+}  // namespace sync_checks
 
 #endif  // LMDX_TESTS_SYNC_PROGRAMS_COMMON_H_

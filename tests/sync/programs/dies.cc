@@ -23,8 +23,8 @@ int main(int argc, char** argv) {
     pthread_sigmask(SIG_BLOCK, &term, nullptr);
   }
   lmdx_init_spmd(&argc, &argv);
-  lmdx_test::Ok(lmdx_barrier_init("never_full", lmdx_size() + 1), "lmdx_barrier_init");
-  if (lmdx_rank() == victim && mode == "lock") lmdx_test::Ok(lmdx_lock("held"), "lmdx_lock");
+  sync_checks::Ok(lmdx_barrier_init("never_full", lmdx_size() + 1), "lmdx_barrier_init");
+  if (lmdx_rank() == victim && mode == "lock") sync_checks::Ok(lmdx_lock("held"), "lmdx_lock");
   lmdx_barrier_all();
   std::printf("rank %d ready\n", lmdx_rank());
   std::fflush(stdout);

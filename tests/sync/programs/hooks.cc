@@ -32,7 +32,7 @@ class StampHooks : public lmdx::sync::ConsistencyHooks {
   }
   void OnAcquire(const SyncObject& object, std::span<const std::string> payloads) override {
     if (object.kind == ObjectKind::kLock) {
-      lmdx_test::Check(payloads.size() == 1,
+      sync_checks::Check(payloads.size() == 1,
                        "a lock grant brought " + std::to_string(payloads.size()) + " payloads");
       if (!payloads[0].empty()) lock_counter = std::stol(payloads[0]);
       return;
@@ -54,7 +54,7 @@ void CheckRound(const char* what, int round, int participants) {
   if (got != expected) {
     std::string list;
     for (const auto& g : got) list += " " + g;
-    lmdx_test::Die(std::string(what) + " round " + std::to_string(round) + " brought" + list);
+    sync_checks::Die(std::string(what) + " round " + std::to_string(round) + " brought" + list);
   }
 }
 
@@ -71,28 +71,28 @@ int main(int argc, char** argv) {
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([] {
       for (int i = 0; i < kIncrements; ++i) {
-        lmdx_test::Ok(lmdx_lock("L"), "lmdx_lock");
+        sync_checks::Ok(lmdx_lock("L"), "lmdx_lock");
         ++lock_counter;
-        lmdx_test::Ok(lmdx_unlock("L"), "lmdx_unlock");
+        sync_checks::Ok(lmdx_unlock("L"), "lmdx_unlock");
       }
     });
   }
   for (auto& t : threads) t.join();
   lmdx_barrier_all();
   if (rank == 0) {
-    lmdx_test::Ok(lmdx_lock("L"), "lmdx_lock");
+    sync_checks::Ok(lmdx_lock("L"), "lmdx_lock");
     std::printf("rank 0: lock counter %ld of %d\n", lock_counter, size * kThreads * kIncrements);
-    lmdx_test::Ok(lmdx_unlock("L"), "lmdx_unlock");
+    sync_checks::Ok(lmdx_unlock("L"), "lmdx_unlock");
   }
 
-  lmdx_test::Ok(lmdx_barrier_init("B", size * kThreads), "lmdx_barrier_init");
+  sync_checks::Ok(lmdx_barrier_init("B", size * kThreads), "lmdx_barrier_init");
   lmdx_barrier_all();
   threads.clear();
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([rank, size] {
       for (int round = 0; round < kRounds; ++round) {
         next_release = std::to_string(rank) + ":" + std::to_string(round);
-        lmdx_test::Ok(lmdx_barrier("B"), "lmdx_barrier");
+        sync_checks::Ok(lmdx_barrier("B"), "lmdx_barrier");
         CheckRound("barrier B", round, size * kThreads);
       }
     });
@@ -100,24 +100,24 @@ int main(int argc, char** argv) {
   for (auto& t : threads) t.join();
   for (int round = 0; round < kRounds; ++round) {
     next_release = std::to_string(rank) + ":" + std::to_string(round);
-    lmdx_test::Ok(lmdx_barrier_all(), "lmdx_barrier_all");
+    sync_checks::Ok(lmdx_barrier_all(), "lmdx_barrier_all");
     CheckRound("lmdx_barrier_all", round, size);
   }
   std::printf("rank %d: barrier payloads ok\n", rank);
 
-  lmdx_test::Ok(lmdx_sema_init("S", 0), "lmdx_sema_init");
+  sync_checks::Ok(lmdx_sema_init("S", 0), "lmdx_sema_init");
   next_release.clear();
   lmdx_barrier_all();
   if (rank == 1) {
     for (int i = 0; i < kItems; ++i) {
       next_release = "v" + std::to_string(i);
-      lmdx_test::Ok(lmdx_sema_v("S"), "lmdx_sema_v");
+      sync_checks::Ok(lmdx_sema_v("S"), "lmdx_sema_v");
     }
   } else if (rank == 2 % size) {
     for (int i = 0; i < kItems; ++i) {
-      lmdx_test::Ok(lmdx_sema_p("S"), "lmdx_sema_p");
+      sync_checks::Ok(lmdx_sema_p("S"), "lmdx_sema_p");
       std::string want = "v" + std::to_string(i);
-      lmdx_test::Check(last_acquired.size() == 1 && last_acquired[0] == want,
+      sync_checks::Check(last_acquired.size() == 1 && last_acquired[0] == want,
                        "sema_p " + std::to_string(i) + " did not bring " + want);
     }
     std::printf("rank %d: semaphore payloads ok\n", rank);

@@ -35,19 +35,19 @@ void Sleep(int milliseconds) {
 }
 
 void Send(int dest, std::int64_t step) {
-  lmdx_test::Ok(lmdx_send(dest, &step, sizeof step), "lmdx_send");
+  sync_checks::Ok(lmdx_send(dest, &step, sizeof step), "lmdx_send");
 }
 
 void Await(int source, std::int64_t step) {
   std::int64_t got = 0;
   lmdx_status status{};
-  lmdx_test::Ok(lmdx_recv(source, &got, sizeof got, &status), "lmdx_recv");
-  lmdx_test::Check(got == step, "step " + std::to_string(step) + " expected from rank " +
+  sync_checks::Ok(lmdx_recv(source, &got, sizeof got, &status), "lmdx_recv");
+  sync_checks::Check(got == step, "step " + std::to_string(step) + " expected from rank " +
                                     std::to_string(source) + ", got " + std::to_string(got));
 }
 
-void Lock(const char* name) { lmdx_test::Ok(lmdx_lock(name), "lmdx_lock"); }
-void Unlock(const char* name) { lmdx_test::Ok(lmdx_unlock(name), "lmdx_unlock"); }
+void Lock(const char* name) { sync_checks::Ok(lmdx_lock(name), "lmdx_lock"); }
+void Unlock(const char* name) { sync_checks::Ok(lmdx_unlock(name), "lmdx_unlock"); }
 
 // B's thread: parks in lmdx_lock("L") until it is killed there.
 void* WaitForL(void*) {
@@ -69,19 +69,19 @@ enum Step : std::int64_t {
 int main(int argc, char** argv) {
   lmdx_init_spmd(&argc, &argv);
   variant = argc > 1 ? argv[1] : "rest";
-  lmdx_test::Check(variant == "rest" || variant == "forward" || variant == "trylock",
+  sync_checks::Check(variant == "rest" || variant == "forward" || variant == "trylock",
                    "unknown variant " + variant);
-  lmdx_test::Check(lmdx_size() == 3, "runs on 3 nodes");
+  sync_checks::Check(lmdx_size() == 3, "runs on 3 nodes");
   const int rank = lmdx_rank();
   // Three pages in blocks, one per rank: x lies on B's page, so C's copy is not the home's.
   auto* pages = static_cast<std::uint64_t*>(lmdx_shared_var("killed_waiter_x", 3 * 4096));
-  lmdx_test::Check(pages != nullptr, "lmdx_shared_var");
+  sync_checks::Check(pages != nullptr, "lmdx_shared_var");
   const char* protocol = lmdx_protocol_of(pages);
-  lmdx_test::Check(protocol != nullptr &&
+  sync_checks::Check(protocol != nullptr &&
                        (std::strcmp(protocol, "hlrc") == 0 || std::strcmp(protocol, "lrc") == 0),
                    "runs under hlrc or lrc (LMDX_PROTOCOL)");
   volatile std::uint64_t* x = pages + kB * kPageWords;
-  lmdx_test::Ok(lmdx_barrier_all(), "lmdx_barrier_all");
+  sync_checks::Ok(lmdx_barrier_all(), "lmdx_barrier_all");
 
   if (rank == kW) {
     Await(kC, kCopyTaken);
@@ -103,17 +103,17 @@ int main(int argc, char** argv) {
   } else if (rank == kB) {
     Await(kW, kHolding);
     Lock("M");
-    lmdx_test::Check(*x == kWritten, "B did not see W's write after lock M");
+    sync_checks::Check(*x == kWritten, "B did not see W's write after lock M");
     Unlock("M");
     lmdx_thread_t waiter = lmdx_start_thread_on(kB, WaitForL, nullptr);
-    lmdx_test::Check(waiter != LMDX_THREAD_INVALID, "lmdx_start_thread_on");
+    sync_checks::Check(waiter != LMDX_THREAD_INVALID, "lmdx_start_thread_on");
     Sleep(300);  // the waiter's request has gone out and reached W
-    lmdx_test::Ok(lmdx_kill_thread(waiter), "lmdx_kill_thread");
-    lmdx_test::Check(lmdx_join_thread(waiter) == LMDX_KILLED,
+    sync_checks::Ok(lmdx_kill_thread(waiter), "lmdx_kill_thread");
+    sync_checks::Check(lmdx_join_thread(waiter) == LMDX_KILLED,
                      "B's waiter did not end killed in its wait");
     Send(variant == "forward" ? kC : kW, kKilled);
   } else {
-    lmdx_test::Check(*x == 0, "x was not zero at first");
+    sync_checks::Check(*x == 0, "x was not zero at first");
     Send(kW, kCopyTaken);
     if (variant == "forward") {
       Await(kB, kKilled);
@@ -127,17 +127,17 @@ int main(int argc, char** argv) {
       } else {
         int busy;
         while ((busy = lmdx_trylock("L")) == 1) Sleep(10);
-        lmdx_test::Ok(busy, "lmdx_trylock");
+        sync_checks::Ok(busy, "lmdx_trylock");
       }
     }
     std::uint64_t seen = *x;
     Unlock("L");
-    lmdx_test::Check(seen == kWritten, variant + ": x read " + std::to_string(seen) +
+    sync_checks::Check(seen == kWritten, variant + ": x read " + std::to_string(seen) +
                                            " under lock L, written " + std::to_string(kWritten) +
                                            " before L's release");
     std::printf("rank %d: %s: x seen as written\n", rank, variant.c_str());
   }
-  lmdx_test::Ok(lmdx_barrier_all(), "lmdx_barrier_all");
+  sync_checks::Ok(lmdx_barrier_all(), "lmdx_barrier_all");
   lmdx_finalize();
   return 0;
 }

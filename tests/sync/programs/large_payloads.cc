@@ -33,7 +33,7 @@ std::string Payload(int rank, long sequence) {
 
 void Verify(const std::string& payload, const char* where) {
   if (payload.size() != kBytes) {
-    lmdx_test::Die(std::string(where) + " brought a payload of " + std::to_string(payload.size()) +
+    sync_checks::Die(std::string(where) + " brought a payload of " + std::to_string(payload.size()) +
                    " bytes instead of " + std::to_string(kBytes));
   }
   std::size_t first = payload.find(':');
@@ -42,7 +42,7 @@ void Verify(const std::string& payload, const char* where) {
   long sequence = std::stol(payload.substr(first + 1, second - first - 1));
   for (std::size_t i = second + 1; i < kBytes; ++i) {
     if (payload[i] != Filler(i, rank, sequence)) {
-      lmdx_test::Die(std::string(where) + ": byte " + std::to_string(i) + " of rank " +
+      sync_checks::Die(std::string(where) + ": byte " + std::to_string(i) + " of rank " +
                      std::to_string(rank) + "'s payload " + std::to_string(sequence) + " differs");
     }
   }
@@ -73,27 +73,27 @@ int main(int argc, char** argv) {
   lmdx::sync::SetConsistencyHooks(std::make_shared<LargeHooks>());
   lmdx_init_spmd(&argc, &argv);
   int rank = lmdx_rank(), size = lmdx_size();
-  lmdx_test::Ok(lmdx_barrier_all(), "lmdx_barrier_all");
+  sync_checks::Ok(lmdx_barrier_all(), "lmdx_barrier_all");
   for (int turn = 0; turn < size; ++turn) {
     if (turn == rank) {
-      lmdx_test::Ok(lmdx_lock("big"), "lmdx_lock");
-      lmdx_test::Ok(lmdx_unlock("big"), "lmdx_unlock");
+      sync_checks::Ok(lmdx_lock("big"), "lmdx_lock");
+      sync_checks::Ok(lmdx_unlock("big"), "lmdx_unlock");
     }
-    lmdx_test::Ok(lmdx_barrier_all(), "lmdx_barrier_all");
+    sync_checks::Ok(lmdx_barrier_all(), "lmdx_barrier_all");
   }
-  lmdx_test::Ok(lmdx_barrier_init("big_barrier", size), "lmdx_barrier_init");
-  lmdx_test::Ok(lmdx_barrier("big_barrier"), "lmdx_barrier");
-  lmdx_test::Ok(lmdx_sema_init("big_sema", 0), "lmdx_sema_init");
-  lmdx_test::Ok(lmdx_barrier_all(), "lmdx_barrier_all");
-  if (rank == 1) lmdx_test::Ok(lmdx_sema_v("big_sema"), "lmdx_sema_v");
-  if (rank == 2 % size) lmdx_test::Ok(lmdx_sema_p("big_sema"), "lmdx_sema_p");
-  lmdx_test::Ok(lmdx_barrier_all(), "lmdx_barrier_all");
+  sync_checks::Ok(lmdx_barrier_init("big_barrier", size), "lmdx_barrier_init");
+  sync_checks::Ok(lmdx_barrier("big_barrier"), "lmdx_barrier");
+  sync_checks::Ok(lmdx_sema_init("big_sema", 0), "lmdx_sema_init");
+  sync_checks::Ok(lmdx_barrier_all(), "lmdx_barrier_all");
+  if (rank == 1) sync_checks::Ok(lmdx_sema_v("big_sema"), "lmdx_sema_v");
+  if (rank == 2 % size) sync_checks::Ok(lmdx_sema_p("big_sema"), "lmdx_sema_p");
+  sync_checks::Ok(lmdx_barrier_all(), "lmdx_barrier_all");
   if (rank == 0 && size > 1) {
     lmdx_thread_t thread = lmdx_start_thread_on(1, Nothing, nullptr);
-    lmdx_test::Check(thread != LMDX_THREAD_INVALID, "lmdx_start_thread_on");
+    sync_checks::Check(thread != LMDX_THREAD_INVALID, "lmdx_start_thread_on");
     lmdx_join_thread(thread);
   }
-  lmdx_test::Ok(lmdx_barrier_all(), "lmdx_barrier_all");
+  sync_checks::Ok(lmdx_barrier_all(), "lmdx_barrier_all");
   std::printf("rank %d: large payloads ok (%ld checked)\n", rank, checked.load());
   std::fflush(stdout);
   lmdx_finalize();

@@ -18,7 +18,7 @@ void Expect(int code, int expected, const std::vector<std::string>& parts, const
             const std::string* other_thread_text = nullptr) {
   std::string text = other_thread_text ? *other_thread_text : lmdx_last_error_message();
   if (code != expected) {
-    lmdx_test::Die(std::string(what) + ": code " + std::to_string(code) + ", expected " +
+    sync_checks::Die(std::string(what) + ": code " + std::to_string(code) + ", expected " +
                    std::to_string(expected) + " (" + text + ")");
   }
   for (const auto& part : parts) {
@@ -27,7 +27,7 @@ void Expect(int code, int expected, const std::vector<std::string>& parts, const
       problem += ": \"" + text + "\" does not say \"";
       problem += part;
       problem += '"';
-      lmdx_test::Die(problem);
+      sync_checks::Die(problem);
     }
   }
   std::printf("rank %d: %s: %s\n", lmdx_rank(), what, text.c_str());
@@ -54,8 +54,8 @@ void ReturnMode() {
          "sema value -1");
 
   // Init again with another count or value (same count is fine).
-  lmdx_test::Ok(lmdx_barrier_init("b2", 2), "lmdx_barrier_init");
-  lmdx_test::Ok(lmdx_sema_init("s1", 1), "lmdx_sema_init");
+  sync_checks::Ok(lmdx_barrier_init("b2", 2), "lmdx_barrier_init");
+  sync_checks::Ok(lmdx_sema_init("s1", 1), "lmdx_sema_init");
   lmdx_barrier_all();
   if (rank == 1) {
     Expect(lmdx_barrier_init("b2", 3), LMDX_ERR_MISUSE,
@@ -71,7 +71,7 @@ void ReturnMode() {
   // Unlock by a non-holder: never locked, and held by another thread.
   Expect(lmdx_unlock("free_lock"), LMDX_ERR_MISUSE,
          {"lmdx_unlock: lock \"free_lock\" is not held by " + me}, "unlock not held");
-  lmdx_test::Ok(LMDX_lock(held_lock), "LMDX_lock");
+  sync_checks::Ok(LMDX_lock(held_lock), "LMDX_lock");
   int other = 0;
   std::string other_text;
   std::thread([&] {
@@ -82,15 +82,15 @@ void ReturnMode() {
          {"lock \"held_lock\" is held by another thread of " + me + ", not by the caller"},
          "unlock by another thread", &other_text);
   Expect(lmdx_lock("held_lock"), LMDX_ERR_MISUSE, {"already held by this thread"}, "lock twice");
-  lmdx_test::Ok(LMDX_unlock(held_lock), "LMDX_unlock");
+  sync_checks::Ok(LMDX_unlock(held_lock), "LMDX_unlock");
 
   // A name used as two kinds: on one node, and across nodes (rank 0 makes "shared" a semaphore).
-  lmdx_test::Ok(lmdx_lock("x_lock"), "lmdx_lock");
-  lmdx_test::Ok(lmdx_unlock("x_lock"), "lmdx_unlock");
+  sync_checks::Ok(lmdx_lock("x_lock"), "lmdx_lock");
+  sync_checks::Ok(lmdx_unlock("x_lock"), "lmdx_unlock");
   Expect(lmdx_barrier_init("x_lock", 1), LMDX_ERR_MISUSE,
          {"\"x_lock\" is a lock", "cannot be used as a barrier", me}, "lock as barrier");
-  if (rank == 0) lmdx_test::Ok(lmdx_sema_init("shared", 1), "lmdx_sema_init");
-  if (rank == 0) lmdx_test::Ok(lmdx_sema_init("shared2", 1), "lmdx_sema_init");
+  if (rank == 0) sync_checks::Ok(lmdx_sema_init("shared", 1), "lmdx_sema_init");
+  if (rank == 0) sync_checks::Ok(lmdx_sema_init("shared2", 1), "lmdx_sema_init");
   lmdx_barrier_all();
   if (rank == 1) {
     Expect(lmdx_lock("shared"), LMDX_ERR_MISUSE,
@@ -106,7 +106,7 @@ void ReturnMode() {
   // More arrivals than the count: three threads of rank 0 on a barrier of count 2. The count can
   // never be reached; someone is told, and nobody waits for ever.
   if (rank == 0) {
-    lmdx_test::Ok(lmdx_barrier_init("too_many", 2), "lmdx_barrier_init");
+    sync_checks::Ok(lmdx_barrier_init("too_many", 2), "lmdx_barrier_init");
     std::atomic<int> reported{0};
     std::vector<std::thread> threads;
     threads.reserve(3);
@@ -124,9 +124,9 @@ void ReturnMode() {
       });
     }
     for (auto& t : threads) t.join();
-    lmdx_test::Check(reported > 0, "three threads on a barrier of count 2 were not reported");
+    sync_checks::Check(reported > 0, "three threads on a barrier of count 2 were not reported");
     for (const char* part : {"barrier \"too_many\" has more arrivals than its count 2", "rank 0"}) {
-      lmdx_test::Check(text.find(part) != std::string::npos, "\"" + text + "\" lacks " + part);
+      sync_checks::Check(text.find(part) != std::string::npos, "\"" + text + "\" lacks " + part);
     }
     std::printf("rank 0: over-arrival: %s\n", text.c_str());
     ++checked;

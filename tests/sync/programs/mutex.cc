@@ -11,7 +11,7 @@
 
 #include "tests/sync/programs/common.h"
 
-using lmdx_test::Op;
+using sync_checks::Op;
 
 namespace {
 
@@ -35,7 +35,7 @@ Op Serve(Op op) {
   return {op.op, 0};
 }
 
-Op Call(Op op) { return lmdx_rank() == 0 ? Serve(op) : lmdx_test::Ask(op); }
+Op Call(Op op) { return lmdx_rank() == 0 ? Serve(op) : sync_checks::Ask(op); }
 
 void Worker(int index, int increments) {
   lmdx_lock_t lock = lmdx_lock_find("counter_lock");
@@ -43,13 +43,13 @@ void Worker(int index, int increments) {
     if ((i + index) % 4 == 0) {
       int busy;
       while ((busy = lmdx_trylock("counter_lock")) == 1) sched_yield();
-      lmdx_test::Ok(busy, "lmdx_trylock");
+      sync_checks::Ok(busy, "lmdx_trylock");
     } else {
-      lmdx_test::Ok(lmdx_lock_h(lock), "lmdx_lock_h");
+      sync_checks::Ok(lmdx_lock_h(lock), "lmdx_lock_h");
     }
     std::int64_t value = Call({kEnterRead, 0}).value;
     Call({kWriteLeave, value + 1});
-    lmdx_test::Ok(i % 2 == 0 ? lmdx_unlock("counter_lock") : lmdx_unlock_h(lock), "lmdx_unlock");
+    sync_checks::Ok(i % 2 == 0 ? lmdx_unlock("counter_lock") : lmdx_unlock_h(lock), "lmdx_unlock");
   }
 }
 
@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
   int total = argc > 2 ? std::atoi(argv[2]) : 10000;
   int rank = lmdx_rank(), size = lmdx_size();
   int per_thread = total / (size * threads);
-  lmdx_test::Check(per_thread * size * threads == total, "TOTAL must divide evenly");
+  sync_checks::Check(per_thread * size * threads == total, "TOTAL must divide evenly");
 
   std::thread server;
   if (rank == 0) {
@@ -70,12 +70,12 @@ int main(int argc, char** argv) {
       while (done < size - 1) {
         Op op{};
         lmdx_status status{};
-        lmdx_test::Ok(lmdx_recv(LMDX_ANY_SOURCE, &op, sizeof op, &status), "lmdx_recv");
+        sync_checks::Ok(lmdx_recv(LMDX_ANY_SOURCE, &op, sizeof op, &status), "lmdx_recv");
         if (op.op == kDone) {
           ++done;
           continue;
         }
-        lmdx_test::Answer(status.source, Serve(op));
+        sync_checks::Answer(status.source, Serve(op));
       }
     });
   }
@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
   for (auto& w : workers) w.join();
   if (rank != 0) {
     Op done{kDone, 0};
-    lmdx_test::Ok(lmdx_send(0, &done, sizeof done), "lmdx_send");
+    sync_checks::Ok(lmdx_send(0, &done, sizeof done), "lmdx_send");
   } else {
     server.join();
     std::printf("rank 0: counter %lld of %d, overlaps %lld\n", static_cast<long long>(counter),

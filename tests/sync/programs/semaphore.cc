@@ -13,7 +13,7 @@
 
 #include "tests/sync/programs/common.h"
 
-using lmdx_test::Op;
+using sync_checks::Op;
 
 namespace {
 
@@ -36,10 +36,10 @@ void Buffer(int items, int slots) {
   int rank = lmdx_rank(), size = lmdx_size();
   int workers = size - 1;
   int producers = workers / 2, consumers = workers - producers;
-  lmdx_test::Check(producers > 0 && consumers > 0, "needs at least 3 ranks");
-  lmdx_test::Check(items % producers == 0 && items % consumers == 0, "ITEMS must divide evenly");
-  lmdx_test::Ok(lmdx_sema_init("empty", slots), "lmdx_sema_init");
-  lmdx_test::Ok(lmdx_sema_init("full", 0), "lmdx_sema_init");
+  sync_checks::Check(producers > 0 && consumers > 0, "needs at least 3 ranks");
+  sync_checks::Check(items % producers == 0 && items % consumers == 0, "ITEMS must divide evenly");
+  sync_checks::Ok(lmdx_sema_init("empty", slots), "lmdx_sema_init");
+  sync_checks::Ok(lmdx_sema_init("full", 0), "lmdx_sema_init");
   lmdx_barrier_all();
   if (rank == 0) {
     std::deque<std::int64_t> buffer;
@@ -48,18 +48,18 @@ void Buffer(int items, int slots) {
     while (done < consumers) {
       Op op{};
       lmdx_status status{};
-      lmdx_test::Ok(lmdx_recv(LMDX_ANY_SOURCE, &op, sizeof op, &status), "lmdx_recv");
+      sync_checks::Ok(lmdx_recv(LMDX_ANY_SOURCE, &op, sizeof op, &status), "lmdx_recv");
       if (op.op == kPut) {
         buffer.push_back(op.value);
-        lmdx_test::Check(static_cast<int>(buffer.size()) <= slots, "the buffer overflowed");
-        lmdx_test::Answer(status.source, op);
+        sync_checks::Check(static_cast<int>(buffer.size()) <= slots, "the buffer overflowed");
+        sync_checks::Answer(status.source, op);
       } else if (op.op == kGet) {
-        lmdx_test::Check(!buffer.empty(), "a consumer found the buffer empty");
-        lmdx_test::Answer(status.source, {kGet, buffer.front()});
+        sync_checks::Check(!buffer.empty(), "a consumer found the buffer empty");
+        sync_checks::Answer(status.source, {kGet, buffer.front()});
         buffer.pop_front();
       } else {
         Sums sums;
-        lmdx_test::Ok(lmdx_recv(status.source, &sums, sizeof sums, nullptr), "lmdx_recv");
+        sync_checks::Ok(lmdx_recv(status.source, &sums, sizeof sums, nullptr), "lmdx_recv");
         consumed.count += sums.count;
         consumed.sum += sums.sum;
         consumed.squares += sums.squares;
@@ -70,8 +70,8 @@ void Buffer(int items, int slots) {
     for (int p = 0; p < producers; ++p) {
       for (std::int64_t s = 0; s < items / producers; ++s) expected.Add(Item(p, s));
     }
-    lmdx_test::Check(buffer.empty(), "items were left in the buffer");
-    lmdx_test::Check(consumed.count == expected.count && consumed.sum == expected.sum &&
+    sync_checks::Check(buffer.empty(), "items were left in the buffer");
+    sync_checks::Check(consumed.count == expected.count && consumed.sum == expected.sum &&
                          consumed.squares == expected.squares,
                      "the consumed items differ from the produced ones: " +
                          std::to_string(consumed.count) + " of " + std::to_string(expected.count));
@@ -80,48 +80,48 @@ void Buffer(int items, int slots) {
   } else if (rank <= producers) {
     lmdx_sema_t empty = lmdx_sema_find("empty"), full = lmdx_sema_find("full");
     for (std::int64_t s = 0; s < items / producers; ++s) {
-      lmdx_test::Ok(lmdx_sema_p_h(empty), "lmdx_sema_p");
-      lmdx_test::Ask({kPut, static_cast<std::int64_t>(Item(rank - 1, s))});
-      lmdx_test::Ok(lmdx_sema_v_h(full), "lmdx_sema_v");
+      sync_checks::Ok(lmdx_sema_p_h(empty), "lmdx_sema_p");
+      sync_checks::Ask({kPut, static_cast<std::int64_t>(Item(rank - 1, s))});
+      sync_checks::Ok(lmdx_sema_v_h(full), "lmdx_sema_v");
     }
   } else {
     Sums sums;
     for (std::int64_t s = 0; s < items / consumers; ++s) {
-      lmdx_test::Ok(LMDX_sema_P(full), "LMDX_sema_P");
-      sums.Add(static_cast<std::uint64_t>(lmdx_test::Ask({kGet, 0}).value));
-      lmdx_test::Ok(LMDX_sema_V(empty), "LMDX_sema_V");
+      sync_checks::Ok(LMDX_sema_P(full), "LMDX_sema_P");
+      sums.Add(static_cast<std::uint64_t>(sync_checks::Ask({kGet, 0}).value));
+      sync_checks::Ok(LMDX_sema_V(empty), "LMDX_sema_V");
     }
     Op done{kDone, 0};
-    lmdx_test::Ok(lmdx_send(0, &done, sizeof done), "lmdx_send");
-    lmdx_test::Ok(lmdx_send(0, &sums, sizeof sums), "lmdx_send");
+    sync_checks::Ok(lmdx_send(0, &done, sizeof done), "lmdx_send");
+    sync_checks::Ok(lmdx_send(0, &sums, sizeof sums), "lmdx_send");
   }
 }
 
 void Fifo() {
   int rank = lmdx_rank(), size = lmdx_size();
-  lmdx_test::Ok(LMDX_sema_init(turns, 0), "LMDX_sema_init");
+  sync_checks::Ok(LMDX_sema_init(turns, 0), "LMDX_sema_init");
   lmdx_barrier_all();
   if (rank == 0) {
     for (int k = 1; k < size; ++k) {
       int go = 1, ready = 0;
-      lmdx_test::Ok(lmdx_send(k, &go, sizeof go), "lmdx_send");
-      lmdx_test::Ok(lmdx_recv(k, &ready, sizeof ready, nullptr), "lmdx_recv");
+      sync_checks::Ok(lmdx_send(k, &go, sizeof go), "lmdx_send");
+      sync_checks::Ok(lmdx_recv(k, &ready, sizeof ready, nullptr), "lmdx_recv");
       ::usleep(100 * 1000);  // rank k's P has long reached the manager
     }
     std::string order;
     for (int k = 1; k < size; ++k) {
-      lmdx_test::Ok(LMDX_sema_V(turns), "LMDX_sema_V");
+      sync_checks::Ok(LMDX_sema_V(turns), "LMDX_sema_V");
       int woke = -1;
-      lmdx_test::Ok(lmdx_recv(LMDX_ANY_SOURCE, &woke, sizeof woke, nullptr), "lmdx_recv");
+      sync_checks::Ok(lmdx_recv(LMDX_ANY_SOURCE, &woke, sizeof woke, nullptr), "lmdx_recv");
       order += " " + std::to_string(woke);
     }
     std::printf("rank 0: woke in order%s\n", order.c_str());
   } else {
     int go = 0;
-    lmdx_test::Ok(lmdx_recv(0, &go, sizeof go, nullptr), "lmdx_recv");
-    lmdx_test::Ok(lmdx_send(0, &rank, sizeof rank), "lmdx_send");
-    lmdx_test::Ok(LMDX_sema_P(turns), "LMDX_sema_P");
-    lmdx_test::Ok(lmdx_send(0, &rank, sizeof rank), "lmdx_send");
+    sync_checks::Ok(lmdx_recv(0, &go, sizeof go, nullptr), "lmdx_recv");
+    sync_checks::Ok(lmdx_send(0, &rank, sizeof rank), "lmdx_send");
+    sync_checks::Ok(LMDX_sema_P(turns), "LMDX_sema_P");
+    sync_checks::Ok(lmdx_send(0, &rank, sizeof rank), "lmdx_send");
   }
 }
 
