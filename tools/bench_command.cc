@@ -15,6 +15,9 @@ const std::vector<Benchmark>& Benchmarks() {
       {"pingpong", "benchmarks/net/pingpong_bench",
        "half round-trip latency and bandwidth, 8 B to 64 MiB, 2 nodes over shm and TCP; OpenMPI "
        "beside"},
+      {"overlap", "benchmarks/net/overlap_bench",
+       "send and receive overheads, LogP/LogGP parameters and overlap of computation with "
+       "lmdx_isend/lmdx_irecv, every network beside OpenMPI; --quick"},
       {"sync", "benchmarks/sync/sync_bench",
        "lock, barrier (2-16 nodes) and semaphore times, also in one-way message latencies"},
       {"dsm", "benchmarks/dsm/dsm_bench",
