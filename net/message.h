@@ -88,7 +88,7 @@ struct RawBody {
 // side, were most of the software in a shared-memory half round trip of 8 bytes.
 struct SmallRaw {
   // The most payload any transport carries this way; each may take less (SendRawNow says):
-  // shm all of it, in a span of cells (net/internal/shm_cells.h); fabric 256 bytes within its
+  // shm all of it, in a span of cells (net/shm/internal/shm_cells.h); fabric 256 bytes within its
   // call. No more is offered: a message too large for every transport would try the lane in vain.
   static constexpr std::size_t kMaxPayload = 972;
   int source = -1;

@@ -30,7 +30,7 @@ namespace lmdx::net {
 // still never run concurrently, and the answer it waits for needs no thread switch to reach it.
 class ProgressEngine : public CompletionDriver {
  public:
-  // Memory a transport polls without system calls (net/shm_transport.h's rings). A waiting
+  // Memory a transport polls without system calls (net/shm/shm_transport.h's rings). A waiting
   // thread polls it in its drive loop; when nobody polls, the poller is armed: writers then
   // signal a descriptor the poller registered with Add, which wakes the progress thread.
   // Polls never overlap one another (the dispatch lock), nor do Arm and Disarm calls (the

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "net/internal/reliable_channel.h"
-#include "net/internal/udp_datagram.h"
+#include "net/udp/internal/reliable_channel.h"
+#include "net/udp/internal/udp_datagram.h"
 #include "tests/fuzz/fuzz_input.h"
 
 namespace {

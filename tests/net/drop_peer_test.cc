@@ -16,11 +16,11 @@
 #include <thread>
 #include <vector>
 
-#include "net/fabric_transport.h"
+#include "net/fabric/fabric_transport.h"
 #include "net/progress_engine.h"
-#include "net/shm_transport.h"
-#include "net/tcp_transport.h"
-#include "net/udp_transport.h"
+#include "net/shm/shm_transport.h"
+#include "net/tcp/tcp_transport.h"
+#include "net/udp/udp_transport.h"
 #include "tests/net/in_process_host.h"
 #include "tests/testing/scoped_env.h"
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "net/fabric_transport.h"
+#include "net/fabric/fabric_transport.h"
 #include "net/progress_engine.h"
 #include "tests/net/in_process_host.h"
 #include "tests/testing/scoped_env.h"

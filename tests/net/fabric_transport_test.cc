@@ -1,4 +1,4 @@
-// The fabric transport (net/fabric_transport.h) in real jobs, once over UCX's TCP transport and
+// The fabric transport (net/fabric/fabric_transport.h) in real jobs, once over UCX's TCP transport and
 // once over its shared-memory transports (UCX_TLS), and when it is started at all.
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The udp transport's reliability alone: two ReliableChannels joined by a simulated link that
 // loses, duplicates, delays and reorders datagrams, with simulated time. Every segment must arrive
 // once and in order, whatever the link does.
-#include "net/internal/reliable_channel.h"
+#include "net/udp/internal/reliable_channel.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "net/internal/udp_faults.h"
+#include "net/udp/internal/udp_faults.h"
 
 namespace lmdx::net::internal {
 namespace {
@@ -262,7 +262,7 @@ TEST(ReliableChannelTest, GapBehindThreeLaterArrivalsIsResentAtOnce) {
   EXPECT_EQ(resend, std::vector<std::uint32_t>{1});
 }
 
-// A sender that lent its memory (net/udp_transport.h) is freed when its last segment and every
+// A sender that lent its memory (net/udp/udp_transport.h) is freed when its last segment and every
 // one before it are acknowledged; a selective acknowledgement of the last alone is not enough.
 TEST(ReliableChannelTest, AcknowledgedThroughWaitsForEveryEarlierSegment) {
   ReliableChannel channel(ReliabilitySettings{}, 0xffffffffu - 1);  // across the wrap

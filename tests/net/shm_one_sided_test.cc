@@ -19,7 +19,7 @@
 #include "base/fd.h"
 #include "base/mapping.h"
 #include "net/progress_engine.h"
-#include "net/shm_transport.h"
+#include "net/shm/shm_transport.h"
 #include "tests/net/in_process_host.h"
 
 namespace lmdx::net {

@@ -1,5 +1,5 @@
 // The shared-memory transport's frame order with two transports in one process as ranks 0 and 1:
-// small frames travel in cells and the others in the byte ring (net/internal/shm_cells.h), and
+// small frames travel in cells and the others in the byte ring (net/shm/internal/shm_cells.h), and
 // whatever the mix, every frame arrives once, whole, in the order it was sent.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "net/completion.h"
-#include "net/internal/shm_cells.h"
+#include "net/shm/internal/shm_cells.h"
 #include "net/progress_engine.h"
-#include "net/shm_transport.h"
+#include "net/shm/shm_transport.h"
 #include "net/wire.h"
 #include "tests/net/in_process_host.h"
 

@@ -1,6 +1,6 @@
 // The fabric transport's active-message headers: a frame's prefix and a small raw message's
 // shorter header, told apart by length, and the small one's 32-bit sequence made whole again.
-#include "net/internal/ucx_am_header.h"
+#include "net/fabric/internal/ucx_am_header.h"
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 #include <optional>
 #include <string>
 
-#include "net/internal/ucx_worker.h"
+#include "net/fabric/internal/ucx_worker.h"
 
 namespace lmdx::net::internal {
 namespace {

@@ -1,6 +1,6 @@
 // The slots a spliced udp datagram's own bytes go into the kernel from: a slot may take new
 // bytes only when no datagram that carries it can still be unread.
-#include "net/internal/udp_splice_slots.h"
+#include "net/udp/internal/udp_splice_slots.h"
 
 #include <gtest/gtest.h>
 

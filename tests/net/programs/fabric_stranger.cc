@@ -27,7 +27,7 @@ namespace {
   std::abort();
 }
 
-constexpr unsigned kFabricAmId = 0x4c4d;  // the id net/internal/ucx_am_header.h gives LMDX's
+constexpr unsigned kFabricAmId = 0x4c4d;  // the id net/fabric/internal/ucx_am_header.h gives LMDX's
 const char kReal[] = "the real message";
 
 void Check(ucs_status_t status, const char* what) {
@@ -62,7 +62,7 @@ std::vector<std::uint8_t> ForgedHeader(std::int32_t claimed_source, std::size_t 
   return header;
 }
 
-// A small raw message's header (net/internal/ucx_am_header.h) with a token of the stranger's
+// A small raw message's header (net/fabric/internal/ucx_am_header.h) with a token of the stranger's
 // choosing, and payload bytes after it.
 std::vector<std::uint8_t> ForgedSmallMessage(std::size_t payload) {
   std::vector<std::uint8_t> message(28 + payload, 's');
