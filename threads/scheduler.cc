@@ -293,6 +293,14 @@ void Scheduler::Finish(UserThread* thread) {
 
 UserThread* Scheduler::Current() { return current_thread; }
 
+void Scheduler::SetCurrentTag(const void* tag) {
+  if (current_thread != nullptr) current_thread->tag_ = tag;
+}
+
+const void* Scheduler::CurrentTag() {
+  return current_thread != nullptr ? current_thread->tag_ : nullptr;
+}
+
 void Scheduler::Yield() {
   UserThread* thread = current_thread;
   if (thread == nullptr) {

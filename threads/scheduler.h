@@ -43,6 +43,7 @@ class UserThread {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::atomic<bool> finished_{false};
+  const void* tag_ = nullptr;  // Scheduler::SetCurrentTag
   std::mutex join_mutex_;
   std::condition_variable join_changed_;
   std::vector<UserThread*> joiners_;  // user-level threads parked in Join
@@ -68,6 +69,11 @@ class Scheduler {
 
   // The user-level thread running on the calling OS thread, or nullptr on any other thread.
   static UserThread* Current();
+  // A word the running user-level thread's owner keeps on it (the threads service's description
+  // of what it runs, for a crash note): read with no lock, from a signal handler too. Set and read
+  // on the thread itself; nullptr on an OS thread or before it is set.
+  static void SetCurrentTag(const void* tag);
+  static const void* CurrentTag();
   // From a user-level thread: lets the other ready threads of its worker run first.
   static void Yield();
   // From a user-level thread: sleeps until Wake(it). A Wake that comes first is remembered, so a

@@ -45,9 +45,6 @@ struct ThreadExit {
   void* result;
 };
 
-// The service whose threads a crash note describes (one per process).
-std::atomic<Service*> noted_service{nullptr};
-
 std::string Id(std::uint64_t id) {
   return "thread " + std::to_string(Service::NodeOf(id)) + ":" +
          std::to_string(id & ((std::uint64_t{1} << kNumberBits) - 1));
@@ -95,15 +92,10 @@ Service::Service(net::Node& node, Options options)
       options_(options),
       scheduler_(options.scheduler),
       next_node_((node.rank() + 1) % node.size()) {
-  noted_service.store(this, std::memory_order_release);
   AddCrashNoteWriter(&Service::WriteCrashNote);
 }
 
-Service::~Service() {
-  Service* self = this;
-  noted_service.compare_exchange_strong(self, nullptr);
-  scheduler_.Abandon();
-}
+Service::~Service() { scheduler_.Abandon(); }
 
 void Service::EndJobForException(std::uint64_t id, ThreadFunction fn, const char* what) {
   std::string name;
@@ -119,32 +111,23 @@ void Service::EndJobForException(std::uint64_t id, ThreadFunction fn, const char
 }
 
 void Service::WriteCrashNote(const CrashSite& site) {
-  Service* service = noted_service.load(std::memory_order_acquire);
-  const UserThread* current = Scheduler::Current();
-  if (service == nullptr || current == nullptr) return;
-  // The program crashed in its own code; a runtime thread elsewhere may hold the table, and then
-  // the note is left out rather than the crash hung.
-  std::unique_lock lock(service->mutex_, std::try_to_lock);
-  if (!lock.owns_lock()) return;
-  auto id = service->ids_.find(current);
-  if (id == service->ids_.end()) return;
-  auto entry = service->entries_.find(id->second);
-  if (entry == service->entries_.end()) return;
-  const Entry& thread = entry->second;
-  int rank = service->node_.rank();
+  const auto* thread = static_cast<const CrashNoteOfThread*>(Scheduler::CurrentTag());
+  if (thread == nullptr) return;
   std::string name;
   try {
-    name = SymbolName(Describe(reinterpret_cast<const void*>(thread.fn)));
+    name = SymbolName(Describe(reinterpret_cast<const void*>(thread->fn)));
   } catch (const Error&) {
   }
+  int rank = thread->rank;
   std::string here = "lmdx: rank " + std::to_string(rank) + ": ";
   std::string text = here + "the LMDX thread " + (name.empty() ? "" : name + " (") +
-                     Id(id->second) + ", started by node " + std::to_string(thread.started_by) +
-                     " with argument " + AddressText(thread.argument) + (name.empty() ? "" : ")") +
+                     Id(thread->id) + ", started by node " + std::to_string(thread->started_by) +
+                     " with argument " + AddressText(thread->argument) + (name.empty() ? "" : ")") +
                      " crashed (" + ::strsignal(site.signal) + ")\n";
-  if (thread.started_by != rank && thread.argument != nullptr && !InSharedRange(thread.argument)) {
-    text += here + "its argument " + AddressText(thread.argument) +
-            " does not point into shared memory: " + "node " + std::to_string(thread.started_by) +
+  if (thread->started_by != rank && thread->argument != nullptr &&
+      !InSharedRange(thread->argument)) {
+    text += here + "its argument " + AddressText(thread->argument) +
+            " does not point into shared memory: node " + std::to_string(thread->started_by) +
             "'s private memory (its stack, a global not declared LMDX_shared, its malloc) does " +
             "not exist on this node; a thread started on another node must be given a pointer " +
             "into shared memory (an LMDX_shared variable, lmdx_malloc)\n";
@@ -289,11 +272,12 @@ std::uint64_t Service::StartHere(ThreadFunction fn, void* argument, bool detache
   std::uint64_t id = (static_cast<std::uint64_t>(node_.rank()) << kNumberBits) | next_number_++;
   Entry& entry = entries_[id];
   entry.detached = detached;
-  entry.fn = fn;
-  entry.argument = argument;
-  entry.started_by = started_by;
-  entry.thread = scheduler_.Spawn([this, id, fn, argument,
+  entry.thread = scheduler_.Spawn([this, id, fn, argument, started_by,
                                    start_payload = std::move(start_payload)] {
+    // What a crash of this thread says (WriteCrashNote), readable with no lock: the starter
+    // may still hold the table when the thread faults at once.
+    const CrashNoteOfThread note{id, fn, argument, started_by, node_.rank()};
+    Scheduler::SetCurrentTag(&note);
     WaitUntilOpen();
     void* result = nullptr;
     try {

@@ -81,10 +81,6 @@ class Service {
     std::uint64_t result = 0;
     std::string consistency;  // what its end released, for a joiner on another node
     std::vector<net::ReplyTo> remote_joiners;
-    // What it runs, for the line a crash of it writes.
-    ThreadFunction fn = nullptr;
-    void* argument = nullptr;
-    int started_by = -1;
   };
 
   // start_payload: the consistency payload of a starter on another node, acquired by the new
@@ -94,6 +90,14 @@ class Service {
   // The crash note of an LMDX thread of this node: its function, its starter and its argument,
   // and whether that argument could mean anything here (base/crash_note.h).
   static void WriteCrashNote(const CrashSite& site);
+  // What a thread runs, on its own stack for its life, for the line a crash of it writes.
+  struct CrashNoteOfThread {
+    std::uint64_t id;
+    ThreadFunction fn;
+    void* argument;
+    int started_by;
+    int rank;
+  };
   [[noreturn]] static void EndJobForException(std::uint64_t id, ThreadFunction fn,
                                               const char* what);
   void WaitUntilOpen();
