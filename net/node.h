@@ -226,6 +226,10 @@ class Node : public TransportHost {
   void StartTransports();
   // network: an index of kNetworkPreference, or kPairNetwork for the pair's own.
   static constexpr int kPairNetwork = -1;
+  // Numbers a raw message to dest and sends it on the network's express lane when it is small and
+  // the lane takes it at once (nothing is returned then); otherwise returns its frame to send.
+  std::optional<OutgoingMessage> NumberedRaw(int dest, std::int32_t tag, Payload& payload,
+                                             int network);
   void SendBlocking(int dest, OutgoingMessage&& message, int network);
   // The transport that may send to dest at once over network, or nullptr when anything is
   // unusual (a bad rank, this node, routes not known yet, a hinted network the pair lacks).

@@ -2,6 +2,7 @@
 // that arrive, placed, counted and dispatched. Its start, networks and end are node.cc's.
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "base/error.h"
 #include "base/log.h"
@@ -40,53 +41,45 @@ int Node::RawNetworkIndex(int dest, std::string_view network) const {
   return index;
 }
 
-void Node::SendRaw(int dest, std::int32_t tag, Payload payload, std::string_view network) {
-  int index = RawNetworkIndex(dest, network);
+std::optional<OutgoingMessage> Node::NumberedRaw(int dest, std::int32_t tag, Payload& payload,
+                                                 int network) {
   RawBody raw;
   raw.tag = tag;
   raw.sequence =
       raw_sequence_[static_cast<std::size_t>(dest)].fetch_add(1, std::memory_order_relaxed);
   if (payload.size <= SmallRaw::kMaxPayload) {
-    Transport* transport = ReadyRoute(dest, index);
+    Transport* transport = ReadyRoute(dest, network);
     SmallRaw small{
         info_.rank,  dest, tag, raw.sequence, static_cast<const std::uint8_t*>(payload.data),
         payload.size};
     if (transport != nullptr && transport->SendRawNow(small)) {
       CountSent(MessageType::kRaw, RawBody::kSize + payload.size);
-      return;
+      return std::nullopt;
     }
   }
   OutgoingMessage message;
   message.header.type = MessageType::kRaw;
   message.body = raw.Encode();
   message.payload = std::move(payload);
-  SendBlocking(dest, std::move(message), index);
+  return message;
+}
+
+void Node::SendRaw(int dest, std::int32_t tag, Payload payload, std::string_view network) {
+  int index = RawNetworkIndex(dest, network);
+  std::optional<OutgoingMessage> message = NumberedRaw(dest, tag, payload, index);
+  if (message) SendBlocking(dest, std::move(*message), index);
 }
 
 void Node::SendRawAsync(int dest, std::int32_t tag, Payload payload, std::string_view network,
                         std::function<void(bool)> on_sent) {
   int index = RawNetworkIndex(dest, network);
-  RawBody raw;
-  raw.tag = tag;
-  raw.sequence =
-      raw_sequence_[static_cast<std::size_t>(dest)].fetch_add(1, std::memory_order_relaxed);
-  if (payload.size <= SmallRaw::kMaxPayload) {
-    Transport* transport = ReadyRoute(dest, index);
-    SmallRaw small{
-        info_.rank,  dest, tag, raw.sequence, static_cast<const std::uint8_t*>(payload.data),
-        payload.size};
-    if (transport != nullptr && transport->SendRawNow(small)) {
-      CountSent(MessageType::kRaw, RawBody::kSize + payload.size);
-      on_sent(true);
-      return;
-    }
+  std::optional<OutgoingMessage> message = NumberedRaw(dest, tag, payload, index);
+  if (!message) {
+    on_sent(true);
+    return;
   }
-  OutgoingMessage message;
-  message.header.type = MessageType::kRaw;
-  message.body = raw.Encode();
-  message.payload = std::move(payload);
-  message.on_sent = std::move(on_sent);
-  SendFrame(dest, std::move(message), index, /*may_block=*/false);
+  message->on_sent = std::move(on_sent);
+  SendFrame(dest, std::move(*message), index, /*may_block=*/false);
 }
 
 void Node::SendAsync(int dest, MessageType type, std::string body, Payload payload,
