@@ -48,20 +48,28 @@ void Mailbox::Complete(Posted* posted) {
   posted->done.Signal();
 }
 
+std::optional<Mailbox::Result> Mailbox::TakeUnexpectedLocked(int source, int tag, void* buffer,
+                                                             std::size_t capacity) {
+  for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
+    int from = it->message.header.source;
+    if (!Matches(source, tag, from, it->tag)) continue;
+    std::size_t length = static_cast<std::size_t>(it->message.header.payload_length);
+    if (length > capacity) return Truncated(from, it->tag, length, capacity);
+    CopySmall(buffer, it->message.payload, length);
+    Result result{LMDX_OK, from, it->tag, length, {}};
+    unexpected_.erase(it);
+    return result;
+  }
+  return std::nullopt;
+}
+
 Mailbox::Result Mailbox::Receive(int source, int tag, void* buffer, std::size_t capacity,
                                  bool wait) {
   Posted posted(source, tag, static_cast<std::uint8_t*>(buffer), capacity);
   {
     std::lock_guard lock(mutex_);
-    for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
-      int from = it->message.header.source;
-      if (!Matches(source, tag, from, it->tag)) continue;
-      std::size_t length = static_cast<std::size_t>(it->message.header.payload_length);
-      if (length > capacity) return Truncated(from, it->tag, length, capacity);
-      CopySmall(buffer, it->message.payload, length);
-      Result result{LMDX_OK, from, it->tag, length, {}};
-      unexpected_.erase(it);
-      return result;
+    if (std::optional<Result> taken = TakeUnexpectedLocked(source, tag, buffer, capacity)) {
+      return std::move(*taken);
     }
     if (!wait) return Result{1, -1, -1, 0, {}};
     Post(&posted);
@@ -91,17 +99,8 @@ std::unique_ptr<Mailbox::PendingReceive> Mailbox::Start(int source, int tag, voi
   Posted& posted = pending->posted;
   {
     std::lock_guard lock(mutex_);
-    for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
-      int from = it->message.header.source;
-      if (!Matches(source, tag, from, it->tag)) continue;
-      std::size_t length = static_cast<std::size_t>(it->message.header.payload_length);
-      if (length > capacity) {
-        posted.result = Truncated(from, it->tag, length, capacity);
-      } else {
-        CopySmall(buffer, it->message.payload, length);
-        posted.result = Result{LMDX_OK, from, it->tag, length, {}};
-        unexpected_.erase(it);
-      }
+    if (std::optional<Result> taken = TakeUnexpectedLocked(source, tag, buffer, capacity)) {
+      posted.result = std::move(*taken);
       posted.done.Signal();
       return pending;
     }

@@ -116,6 +116,10 @@ class Mailbox {
            (want_tag == LMDX_ANY_TAG || want_tag == tag);
   }
   static Result Truncated(int source, int tag, std::size_t length, std::size_t capacity);
+  // The first queued message that matches, copied into buffer (a truncation when too long, the
+  // message left queued); nothing when none matches. Callers hold mutex_.
+  std::optional<Result> TakeUnexpectedLocked(int source, int tag, void* buffer,
+                                             std::size_t capacity);
   SourceOrder& OrderOf(int source);  // callers hold mutex_
   // Deliver once the frame's tag and number are known.
   void DeliverNumbered(InboundMessage& message, int tag, std::uint64_t sequence);
