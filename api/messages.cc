@@ -12,41 +12,16 @@ namespace {
 
 int Send(const char* call, int dest, int tag, const void* buffer, std::size_t length, int hint) {
   net::Node& node = RequireNode(call);
-  CheckRank(node, dest, /*any_allowed=*/false, "destination");
-  CheckTag(tag, /*any_allowed=*/false);
-  std::string_view network = HintedNetwork(hint);
-  if (buffer == nullptr && length > 0) {
-    throw Error(LMDX_ERR_INVALID_ARGUMENT,
-                "the buffer is NULL but its length is " + std::to_string(length));
-  }
-  // The transports read the buffer without faulting pages in: a shared buffer is copied out
-  // through the protocol first.
-  dsm::Service* dsm = dsm::Current();
-  if (dsm != nullptr && length > 0 && dsm->Contains(buffer)) {
-    auto copy = std::make_shared_for_overwrite<std::byte[]>(length);
-    dsm->Get(copy.get(), buffer, length);
-    node.SendRaw(dest, tag,
-                 net::Payload{copy.get(), length, std::shared_ptr<const void>(copy, copy.get())},
-                 network);
-    return LMDX_OK;
-  }
-  node.SendRaw(dest, tag, net::Payload{buffer, length, nullptr}, network);
+  CheckedSend send = CheckSend(node, dest, tag, buffer, length, hint);
+  node.SendRaw(dest, tag, std::move(send.payload), send.network);
   return LMDX_OK;
 }
 
 int Receive(const char* call, int source, int tag, void* buffer, std::size_t capacity,
             lmdx_status* status, bool wait) {
   net::Node& node = RequireNode(call);
-  CheckRank(node, source, /*any_allowed=*/true, "source");
-  CheckTag(tag, /*any_allowed=*/true);
-  if (buffer == nullptr && capacity > 0) {
-    throw Error(LMDX_ERR_INVALID_ARGUMENT,
-                "the buffer is NULL but its capacity is " + std::to_string(capacity));
-  }
-  // The transports write into the buffer without faulting pages in: a shared buffer receives
-  // through a private one and a put.
+  bool shared = CheckReceive(node, source, tag, buffer, capacity);
   dsm::Service* dsm = dsm::Current();
-  bool shared = dsm != nullptr && capacity > 0 && dsm->Contains(buffer);
   std::unique_ptr<std::byte[]> staging;
   if (shared) staging = std::make_unique_for_overwrite<std::byte[]>(capacity);
   net::Mailbox::Result result =

@@ -35,27 +35,12 @@ namespace {
 lmdx_request_t StartSend(const char* call, int dest, int tag, const void* buffer,
                          std::size_t length, int hint) {
   net::Node& node = RequireNode(call);
-  CheckRank(node, dest, /*any_allowed=*/false, "destination");
-  CheckTag(tag, /*any_allowed=*/false);
-  std::string_view network = HintedNetwork(hint);
-  if (buffer == nullptr && length > 0) {
-    throw Error(LMDX_ERR_INVALID_ARGUMENT,
-                "the buffer is NULL but its length is " + std::to_string(length));
-  }
+  CheckedSend send = CheckSend(node, dest, tag, buffer, length, hint);
   auto request = std::make_unique<lmdx_request_object>();
   request->send = std::make_shared<lmdx_request_object::SendState>();
   request->dest = dest;
-  net::Payload payload{buffer, length, nullptr};
-  // The transports read the buffer without faulting pages in: a shared buffer is copied out
-  // through the protocol now, and the request owns the copy.
-  dsm::Service* dsm = dsm::Current();
-  if (dsm != nullptr && length > 0 && dsm->Contains(buffer)) {
-    auto copy = std::make_shared_for_overwrite<std::byte[]>(length);
-    dsm->Get(copy.get(), buffer, length);
-    payload = net::Payload{copy.get(), length, std::shared_ptr<const void>(copy, copy.get())};
-  }
   std::shared_ptr<lmdx_request_object::SendState> state = request->send;
-  node.SendRawAsync(dest, tag, std::move(payload), network, [state](bool sent) {
+  node.SendRawAsync(dest, tag, std::move(send.payload), send.network, [state](bool sent) {
     state->sent = sent;
     state->done.Signal();
   });
@@ -65,16 +50,10 @@ lmdx_request_t StartSend(const char* call, int dest, int tag, const void* buffer
 lmdx_request_t StartReceive(const char* call, int source, int tag, void* buffer,
                             std::size_t capacity) {
   net::Node& node = RequireNode(call);
-  CheckRank(node, source, /*any_allowed=*/true, "source");
-  CheckTag(tag, /*any_allowed=*/true);
-  if (buffer == nullptr && capacity > 0) {
-    throw Error(LMDX_ERR_INVALID_ARGUMENT,
-                "the buffer is NULL but its capacity is " + std::to_string(capacity));
-  }
+  bool shared = CheckReceive(node, source, tag, buffer, capacity);
   auto request = std::make_unique<lmdx_request_object>();
   void* into = buffer;
-  dsm::Service* dsm = dsm::Current();
-  if (dsm != nullptr && capacity > 0 && dsm->Contains(buffer)) {
+  if (shared) {
     request->shared_buffer = buffer;
     request->staging = std::make_unique_for_overwrite<std::byte[]>(capacity);
     into = request->staging.get();
